@@ -1,0 +1,37 @@
+# sitekeep — set-up and everyday commands. `make run` and `make test` install what is missing.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8700
+
+.PHONY: setup run test check bench token clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/setup-system.sh
+	PYTHON=$(PYTHON) scripts/setup-system.sh
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+run: setup
+	@echo "admin token (tenant default): $$($(BIN)/sitekeep token create --tenant default --subject admin --admin)"
+	$(BIN)/sitekeep serve --host $(HOST) --port $(PORT)
+
+test: setup
+	$(BIN)/pytest
+
+check: setup
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+
+bench: setup
+	$(BIN)/python bench/save_restore.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

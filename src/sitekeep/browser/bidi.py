@@ -1,0 +1,199 @@
+"""A thin async WebDriver BiDi client on ``websockets`` (W3C WebDriver BiDi §Transport).
+
+Why not Selenium's own BiDi connection (issue #2 §9; figures from ``bench/bidi_channel.py``
+and research/bidi-spike.md §4, §9 on this machine):
+
+* **Polling floor.** selenium 4.51 (the release that installs here) waits for replies in
+  steps of ``websocket_interval`` (0.1 s): a ``script.evaluate("1")`` round trip took 100 ms.
+  Lowered to 1 ms it still costs a busy loop per call. 4.52 waits on events, but its
+  certifi pin does not resolve from this registry. Here a reply resolves a future: no floor.
+* **Subscriptions.** Selenium subscribes once per event per module and the first
+  subscription's ``contexts`` silently win for every later handler; its high-level request
+  handler intercepts in every tab. Here each ``session.subscribe`` is our own, scoped to the
+  contexts we pass, and removed by its subscription id — the one form both engines accept.
+* **Errors.** Selenium flattens BiDi errors into ``WebDriverException`` text; here the
+  spec's ``error`` code stays a field (``BidiError.code``), so callers branch on
+  ``no such frame`` or ``no such request`` without parsing messages.
+* **Async.** Selenium's socket is served by threads (one thread per event); sitekeep is
+  async. Here every command is awaitable with its own timeout, and many can be in flight
+  at once on one socket (pipelining: 61 ``storage.setCookie`` cost about one round trip).
+* **Grid.** A Selenium Grid relays BiDi at ``ws://<grid>/session/<id>/se/bidi``; this client
+  speaks to any such URL as it speaks to chromedriver's own.
+
+Selenium still creates sessions and manages drivers (``browser.driver``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import websockets
+from websockets.asyncio.client import ClientConnection
+
+from sitekeep.errors import BidiError, BidiTimeout, BrowserUnavailable
+
+__all__ = ["BidiConnection", "Listener"]
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[dict[str, Any]], None]
+"""Called in the reader task with an event's ``params``; must not block."""
+
+
+class BidiConnection:
+    """One BiDi WebSocket: commands with timeouts, events to listeners.
+
+    Attributes:
+        url: the socket URL.
+        timeout: the default command timeout, seconds (SPEC §2: 5 s).
+    """
+
+    def __init__(self, ws: ClientConnection, url: str, timeout: float) -> None:
+        self.url = url
+        self.timeout = timeout
+        self._ws = ws
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._listeners: dict[str, list[Listener]] = {}
+        self._on_close: list[Callable[[], None]] = []
+        self._closed = False
+        self._reader = asyncio.get_running_loop().create_task(self._read(), name="bidi-reader")
+
+    @classmethod
+    async def connect(cls, url: str, *, timeout: float = 5.0) -> BidiConnection:
+        """Open the socket at ``url``.
+
+        Raises:
+            BrowserUnavailable: the socket could not be opened within ``timeout``.
+        """
+        try:
+            ws = await websockets.connect(
+                url, max_size=None, open_timeout=timeout, compression=None, ping_interval=None
+            )
+        except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
+            raise BrowserUnavailable(f"cannot open the BiDi socket: {type(exc).__name__}") from exc
+        return cls(ws, url, timeout)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once when the socket closes (tracking state depends on it)."""
+        self._on_close.append(callback)
+
+    async def send(
+        self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Send one command and wait for its result.
+
+        Args:
+            method: the BiDi method, e.g. ``browsingContext.navigate``.
+            params: its parameters (camelCase, as on the wire).
+            timeout: seconds; the connection's default when None.
+
+        Returns:
+            The command's ``result`` object.
+
+        Raises:
+            BidiError: the browser answered with an error (``code`` is the spec's).
+            BidiTimeout: no answer within ``timeout``.
+            BrowserUnavailable: the socket is closed.
+        """
+        if self._closed:
+            raise BrowserUnavailable("the BiDi socket is closed")
+        ident = next(self._ids)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[ident] = future
+        limit = self.timeout if timeout is None else timeout
+        try:
+            await self._ws.send(json.dumps({"id": ident, "method": method, "params": params or {}}))
+            async with asyncio.timeout(limit):
+                message = await future
+        except TimeoutError:
+            raise BidiTimeout(method, limit) from None
+        except websockets.exceptions.ConnectionClosed as exc:
+            raise BrowserUnavailable("the BiDi socket closed") from exc
+        finally:
+            self._pending.pop(ident, None)
+        if message.get("type") == "error":
+            raise BidiError(str(message.get("error")), method, str(message.get("message", "")))
+        result: dict[str, Any] = message.get("result") or {}
+        return result
+
+    def add_listener(self, event: str, listener: Listener) -> Callable[[], None]:
+        """Route ``event`` (e.g. ``network.beforeRequestSent``) to ``listener``.
+
+        Listening is local: the browser sends the event only while a subscription
+        (:meth:`subscribe`) covers it. Returns a function that removes the listener.
+        """
+        self._listeners.setdefault(event, []).append(listener)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):
+                self._listeners.get(event, []).remove(listener)
+
+        return remove
+
+    async def subscribe(self, events: Sequence[str], contexts: Sequence[str] | None = None) -> str:
+        """``session.subscribe``, scoped to top-level ``contexts`` when given.
+
+        Returns:
+            The subscription id, for :meth:`unsubscribe`.
+        """
+        params: dict[str, Any] = {"events": list(events)}
+        if contexts:
+            params["contexts"] = list(contexts)
+        result = await self.send("session.subscribe", params)
+        return str(result.get("subscription", ""))
+
+    async def unsubscribe(self, subscription: str) -> None:
+        """``session.unsubscribe`` by id (the form Chromium and Firefox both accept)."""
+        await self.send("session.unsubscribe", {"subscriptions": [subscription]})
+
+    async def close(self) -> None:
+        """Close the socket; pending commands fail with ``BrowserUnavailable``."""
+        await self._ws.close()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._reader
+
+    async def _read(self) -> None:
+        try:
+            async for raw in self._ws:
+                self._dispatch(raw)
+        except websockets.exceptions.ConnectionClosed:
+            pass
+        finally:
+            self._closed = True
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(BrowserUnavailable("the BiDi socket closed"))
+            for callback in self._on_close:
+                callback()
+
+    def _dispatch(self, raw: str | bytes) -> None:
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            log.warning("dropped a BiDi message that is not JSON")
+            return
+        ident = message.get("id")
+        if ident is not None:
+            future = self._pending.get(ident)
+            # A command that timed out has no waiter left: its late reply is dropped.
+            if future is not None and not future.done():
+                future.set_result(message)
+            return
+        if message.get("type") == "event":
+            for listener in list(self._listeners.get(message.get("method", ""), ())):
+                try:
+                    listener(message.get("params") or {})
+                except Exception:
+                    # Never log the params: they may carry cookie or storage values.
+                    log.exception("a BiDi listener for %s failed", message.get("method"))

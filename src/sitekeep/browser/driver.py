@@ -1,0 +1,198 @@
+"""WebDriver endpoints: the embedded chromedriver, and sessions created through Selenium.
+
+Selenium creates the W3C session (``webSocketUrl: true``) and builds the browser options;
+everything after that goes over BiDi (``browser.bidi``). The embedded chromedriver is
+started by sitekeep detached from its own process (a new session, its state in a file in
+the data dir), because stateless reattach (SPEC §2) needs the browsers to outlive the API
+process: a restarted ``sitekeep serve`` finds the same driver and continues in the same
+browsers. Selenium's ``Service`` ties the driver to the Python process that started it,
+so it cannot be used for this.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from sitekeep.errors import BrowserUnavailable
+from sitekeep.model import BrowserKind, BrowserRef
+
+__all__ = ["LocalChromedriver", "SessionSpec", "create_session", "delete_session"]
+
+log = logging.getLogger(__name__)
+
+CHROMIUM_ARGS = (
+    "--headless",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-gpu",
+    "--window-size=1280,800",
+)
+"""SPEC §2: headless, no background networking, component updates, sync or QUIC."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSpec:
+    """What a new browser needs: its kind, binary, extra arguments, certificate policy."""
+
+    kind: BrowserKind
+    binary: Path | None
+    args: tuple[str, ...] = ()
+    insecure: bool = False
+
+
+def _chromium_options(spec: SessionSpec) -> Any:
+    from selenium.webdriver.chrome.options import Options
+
+    options = Options()
+    if spec.binary is not None:
+        options.binary_location = str(spec.binary)
+    args = list(CHROMIUM_ARGS)
+    if os.geteuid() == 0:
+        args.append("--no-sandbox")  # Chromium refuses to start as root with its sandbox
+    for arg in (*args, *spec.args):
+        options.add_argument(arg)
+    options.set_capability("webSocketUrl", True)
+    options.accept_insecure_certs = spec.insecure
+    return options
+
+
+def create_session(endpoint: str, spec: SessionSpec) -> BrowserRef:
+    """Start a browser on the WebDriver server at ``endpoint`` (blocking; run in a thread).
+
+    Returns:
+        What a later call needs to reattach: endpoint, session id, BiDi socket URL.
+
+    Raises:
+        BrowserUnavailable: the server refused or could not be reached, or gave no BiDi URL.
+    """
+    from selenium import webdriver
+    from selenium.common.exceptions import WebDriverException
+
+    if spec.kind != "chromium":
+        raise BrowserUnavailable(f"browser {spec.kind!r} is not available yet")
+    started = time.time()
+    try:
+        driver = webdriver.Remote(command_executor=endpoint, options=_chromium_options(spec))
+    except (WebDriverException, OSError) as exc:
+        raise BrowserUnavailable(f"the WebDriver server refused a new browser: {exc}") from exc
+    ws_url = driver.caps.get("webSocketUrl")
+    if not isinstance(ws_url, str):
+        raise BrowserUnavailable("the WebDriver server gave no BiDi webSocketUrl")
+    return BrowserRef(
+        kind=spec.kind,
+        endpoint=endpoint,
+        session_id=str(driver.session_id),
+        ws_url=ws_url,
+        started_at=started,
+        insecure=spec.insecure,
+    )
+
+
+async def delete_session(endpoint: str, session_id: str, *, timeout: float = 10.0) -> None:
+    """End a WebDriver session (W3C WebDriver §Delete Session); a gone one is fine."""
+    try:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            await client.delete(f"{endpoint.rstrip('/')}/session/{session_id}")
+    except httpx.HTTPError as exc:
+        log.info("ending WebDriver session failed: %s", type(exc).__name__)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _ready(url: str) -> bool:
+    try:
+        reply = httpx.get(f"{url}/status", timeout=2.0)
+        return bool(reply.json().get("value", {}).get("ready"))
+    except (httpx.HTTPError, ValueError):
+        return False
+
+
+class LocalChromedriver:
+    """The embedded default endpoint: one chromedriver on a loopback port, shared by every
+    sitekeep process that uses the same data dir, and outliving them (SPEC §2).
+
+    Its pid and port are kept in ``<data_dir>/chromedriver.json``; a file lock makes
+    concurrent starts safe.
+    """
+
+    def __init__(self, data_dir: Path, executable: Path) -> None:
+        self._dir = data_dir
+        self._exe = executable
+        self._state = data_dir / "chromedriver.json"
+
+    def ensure(self, *, timeout: float = 20.0) -> str:
+        """The endpoint URL of a ready chromedriver, started if none answers (blocking).
+
+        Raises:
+            BrowserUnavailable: chromedriver is missing or did not become ready.
+        """
+        self._dir.mkdir(parents=True, exist_ok=True)
+        with open(self._dir / "chromedriver.lock", "w", encoding="utf-8") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            current = self._read_state()
+            if current is not None and _ready(current[1]):
+                return current[1]
+            return self._start(timeout)
+
+    def _read_state(self) -> tuple[int, str] | None:
+        try:
+            state = json.loads(self._state.read_text(encoding="utf-8"))
+            return int(state["pid"]), f"http://127.0.0.1:{int(state['port'])}"
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _start(self, timeout: float) -> str:
+        if not self._exe.exists():
+            raise BrowserUnavailable(
+                f"{self._exe} is missing: install it (apt-get install chromium-driver) "
+                "or set SITEKEEP_WEBDRIVER_URL"
+            )
+        port = _free_port()
+        process = subprocess.Popen(
+            [str(self._exe), f"--port={port}"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # outlive this process; its own process group
+        )
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + timeout
+        while not _ready(url):
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise BrowserUnavailable("chromedriver did not become ready")
+            time.sleep(0.05)
+        tmp = self._state.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"pid": process.pid, "port": port}), encoding="utf-8")
+        tmp.replace(self._state)
+        return url
+
+    def stop(self) -> None:
+        """Stop the driver and every browser it started (its whole process group)."""
+        current = self._read_state()
+        if current is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(current[0], signal.SIGTERM)
+        with contextlib.suppress(FileNotFoundError):
+            self._state.unlink()

@@ -1,0 +1,143 @@
+"""The spare page: standing on any origin without loading the site (SPEC §3).
+
+A context-scoped ``network.addIntercept`` on the reserved path (``/__sitekeep-spare__``, any
+scheme, host and port) holds each request for that path; ``network.provideResponse``
+answers it with a tiny page carrying a marker. The intercept matches only the reserved
+path, so a leaked one can never hold up a real page. Every blocked request is answered or
+failed: one nobody answers wedges its tab (research/bidi-spike.md §9.7).
+
+A spare page may list same-site frames: each frame stands on another origin of the same
+site and sees that origin's first-party storage, so one navigation reaches every origin of
+a site (``sitekeep.sites``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import itertools
+import logging
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+from sitekeep.browser.bidi import BidiConnection
+from sitekeep.browser.scripts import SPARE_HTML, SPARE_PATH
+from sitekeep.errors import BidiError, BrowserUnavailable
+
+__all__ = ["SpareResponder"]
+
+log = logging.getLogger(__name__)
+
+_HEADERS = [
+    {"name": "Content-Type", "value": {"type": "string", "value": "text/html; charset=utf-8"}},
+    {"name": "Cache-Control", "value": {"type": "string", "value": "no-store"}},
+]
+
+
+class SpareResponder:
+    """Answers the reserved path in the given top-level contexts while entered.
+
+    Use as ``async with SpareResponder(conn, [context]) as spare:``, then navigate to
+    ``spare.url(origin, frames)``.
+    """
+
+    def __init__(self, conn: BidiConnection, contexts: Sequence[str]) -> None:
+        self._conn = conn
+        self._contexts = list(contexts)
+        self._pages: dict[str, str] = {}
+        self._ids = itertools.count(1)
+        self._intercept: str | None = None
+        self._subscription: str | None = None
+        self._remove_listener: Any = None
+        self._answers: set[asyncio.Task[None]] = set()
+
+    def url(self, origin: str, frames: Sequence[str] = ()) -> str:
+        """The spare URL on ``origin``; its page holds a frame on each of ``frames``."""
+        query = f"sk={next(self._ids)}"
+        body = "".join(
+            f'<iframe src="{html.escape(f + SPARE_PATH, quote=True)}"></iframe>' for f in frames
+        )
+        self._pages[query] = SPARE_HTML % body
+        return f"{origin}{SPARE_PATH}?{query}"
+
+    async def __aenter__(self) -> SpareResponder:
+        # Listener, then subscription, then intercept: no blocked request goes unseen.
+        self._remove_listener = self._conn.add_listener(
+            "network.beforeRequestSent", self._on_request
+        )
+        try:
+            self._subscription = await self._conn.subscribe(
+                ["network.beforeRequestSent"], self._contexts
+            )
+            result = await self._conn.send(
+                "network.addIntercept",
+                {
+                    "phases": ["beforeRequestSent"],
+                    "contexts": self._contexts,
+                    "urlPatterns": [{"type": "pattern", "pathname": SPARE_PATH}],
+                },
+            )
+        except BaseException:
+            await self._teardown()
+            raise
+        self._intercept = str(result["intercept"])
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._teardown()
+
+    async def _teardown(self) -> None:
+        # The intercept goes before its handler, so nothing it blocks is left unanswered.
+        if self._intercept is not None:
+            with contextlib.suppress(BidiError, BrowserUnavailable):
+                await self._conn.send("network.removeIntercept", {"intercept": self._intercept})
+            self._intercept = None
+        if self._answers:
+            await asyncio.wait(self._answers, timeout=self._conn.timeout)
+        if self._remove_listener is not None:
+            self._remove_listener()
+            self._remove_listener = None
+        if self._subscription:
+            with contextlib.suppress(BidiError, BrowserUnavailable):
+                await self._conn.unsubscribe(self._subscription)
+            self._subscription = None
+
+    def _on_request(self, params: dict[str, Any]) -> None:
+        if not params.get("isBlocked") or self._intercept not in (params.get("intercepts") or ()):
+            return
+        request = params.get("request") or {}
+        task = asyncio.get_running_loop().create_task(
+            self._answer(str(request.get("request")), str(request.get("url", "")))
+        )
+        self._answers.add(task)
+        task.add_done_callback(self._answers.discard)
+
+    async def _answer(self, request_id: str, url: str) -> None:
+        page = self._pages.get(urlsplit(url).query, SPARE_HTML % "")
+        try:
+            await self._conn.send(
+                "network.provideResponse",
+                {
+                    "request": request_id,
+                    "statusCode": 200,
+                    "reasonPhrase": "OK",
+                    "headers": _HEADERS,
+                    "body": {"type": "string", "value": page},
+                },
+            )
+        except BidiError as exc:
+            # Firefox: a service worker answered the navigation first ("no such request");
+            # the missing marker tells the reader. Anything else: release the request.
+            if exc.code != "no such request":
+                with contextlib.suppress(BidiError, BrowserUnavailable):
+                    await self._conn.send("network.failRequest", {"request": request_id})
+        except BrowserUnavailable:
+            log.info("the spare page could not be answered: the socket closed")

@@ -1,0 +1,117 @@
+"""The ``sitekeep`` command (SPEC §5 CLI): serve, token create, doctor."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from sitekeep import __version__
+from sitekeep.config import Settings
+from sitekeep.errors import SitekeepError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(help="Real browsers for AI agents that stay signed in.", no_args_is_help=True)
+token_app = typer.Typer(help="Bearer tokens.", no_args_is_help=True)
+app.add_typer(token_app, name="token")
+console = Console()
+err = Console(stderr=True)
+
+
+def _settings() -> Settings:
+    try:
+        return Settings()
+    except ValueError as exc:  # pydantic names the variable
+        err.print(f"[red]bad setting:[/] {exc}")
+        raise typer.Exit(2) from exc
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8700,
+    log_level: Annotated[str, typer.Option(help="Log level.")] = "info",
+) -> None:
+    """Serve the HTTP API (browsers outlive the server: a restart continues them)."""
+    import uvicorn
+
+    from sitekeep.api.app import create_app
+
+    settings = _settings().model_copy(update={"host": host, "port": port})
+    logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("selenium").setLevel(logging.WARNING)  # it logs whole frames at debug
+    uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level)
+
+
+@token_app.command("create")
+def token_create(
+    tenant: Annotated[str, typer.Option(help="The tenant (workspace).")],
+    subject: Annotated[str, typer.Option(help="The person or agent the token stands for.")],
+    admin: Annotated[bool, typer.Option("--admin", help="Give the admin role.")] = False,
+) -> None:
+    """Create a bearer token and print it — the only time it is shown."""
+    from sitekeep.stores.sql import TokenStore
+
+    try:
+        store = TokenStore(_settings().database)
+        token = store.create(tenant, subject, "admin" if admin else "member")
+        store.close()
+    except SitekeepError as exc:
+        err.print(f"[red]error:[/] {exc.message}")
+        raise typer.Exit(2) from exc
+    print(token)
+
+
+@app.command()
+def doctor() -> None:
+    """Check the browser, its driver, the stores and the key."""
+    from sitekeep.stores.cipher import key_id, load_or_create_key
+    from sitekeep.stores.sql import TokenStore
+
+    settings = _settings()
+    ok = True
+
+    def check(name: str, passed: bool, detail: str) -> None:
+        nonlocal ok
+        ok = ok and passed
+        mark = "[green]ok[/]" if passed else "[red]FAIL[/]"
+        console.print(f"{mark}  {name}: {detail}")
+
+    for name, path in (("chromium", settings.chromium), ("chromedriver", settings.chromedriver)):
+        if settings.webdriver_url and name == "chromedriver":
+            check(name, True, f"not needed: SITEKEEP_WEBDRIVER_URL={settings.webdriver_url}")
+            continue
+        found = path.exists() or shutil.which(str(path)) is not None
+        version = (
+            _version(str(path)) if found else "missing (apt-get install chromium chromium-driver)"
+        )
+        check(name, found, version)
+    try:
+        TokenStore(settings.database).close()
+        check("database", True, settings.database)
+    except SitekeepError as exc:
+        check("database", False, exc.message)
+    try:
+        key = load_or_create_key(settings.key_file, settings.master_key)
+        check("master key", True, f"id {key_id(key)}")
+    except SitekeepError as exc:
+        check("master key", False, exc.message)
+    console.print(f"sitekeep {__version__}; data dir {settings.data_dir}")
+    raise typer.Exit(0 if ok else 1)
+
+
+def _version(binary: str) -> str:
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"cannot run: {type(exc).__name__}"
+    return out.stdout.strip() or out.stderr.strip()
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,71 @@
+"""Settings from the environment (``SITEKEEP_*``), in one place (SPEC §13).
+
+Every setting has a default that makes the embedded mode work on one machine: everything
+lives in ``SITEKEEP_DATA_DIR``, browsers are Debian's Chromium driven by a chromedriver that
+sitekeep starts itself.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+__all__ = ["Settings"]
+
+
+def _default_data_dir() -> Path:
+    return Path.home() / ".local" / "share" / "sitekeep"
+
+
+class Settings(BaseSettings):
+    """sitekeep's settings; each field ``x`` is read from ``SITEKEEP_X``.
+
+    Durations are seconds, sizes bytes. Raises ``pydantic.ValidationError`` naming the
+    variable when one cannot be parsed.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="SITEKEEP_", frozen=True, extra="ignore")
+
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    session_store: str | None = None
+    """Session store URL: ``sqlite:///path`` (default, in the data dir) or ``memory://``."""
+    database_url: str | None = None
+    """SQL database for tokens: ``sqlite:///path`` (default, in the data dir)."""
+    webdriver_url: str | None = None
+    """A WebDriver server with BiDi (a Selenium Grid…); unset, sitekeep runs chromedriver."""
+    browser_args: Annotated[tuple[str, ...], NoDecode] = ()
+    """Extra browser arguments, shell-quoted: ``--host-resolver-rules="MAP *.test 127.0.0.1"``."""
+    master_key: str | None = None
+    """Base64 of 32 bytes; unset, a key file is generated in the data dir (mode 0600)."""
+    chromium: Path = Path("/usr/bin/chromium")
+    chromedriver: Path = Path("/usr/bin/chromedriver")
+    bidi_timeout: float = Field(default=5.0, gt=0)
+    navigation_timeout: float = Field(default=30.0, gt=0)
+    """A page load is not one round trip: it has its own bound."""
+    save_deadline: float = Field(default=10.0, gt=0)
+    snapshot_cap: int = Field(default=1_000_000, gt=0)
+    session_ttl: float = Field(default=24 * 3600.0, gt=0)
+    history_cap: int = Field(default=100, gt=0)
+    host: str = "127.0.0.1"
+    port: int = Field(default=8700, ge=1, le=65535)
+
+    @field_validator("browser_args", mode="before")
+    @classmethod
+    def _split_args(cls, value: object) -> object:
+        return tuple(shlex.split(value)) if isinstance(value, str) else value
+
+    @property
+    def session_store_url(self) -> str:
+        return self.session_store or f"sqlite:///{self.data_dir / 'sessions.db'}"
+
+    @property
+    def database(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'sitekeep.db'}"
+
+    @property
+    def key_file(self) -> Path:
+        return self.data_dir / "master.key"

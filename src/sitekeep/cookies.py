@@ -1,0 +1,125 @@
+"""Pure rules for cookies: BiDi wire shape ⇄ model, domain matching, expiry.
+
+Sources: RFC 6265bis (domain matching §5.1.3, SameSite §5.4.7), W3C WebDriver BiDi
+``network.Cookie`` / ``storage.PartialCookie``. Browser quirks handled here were measured on
+this machine (research/bidi-spike.md §1):
+
+* Chromium reports a cookie set with no SameSite attribute as ``sameSite: "none"``; when
+  such a cookie is not ``secure`` it cannot be a real ``SameSite=None`` cookie (Chromium
+  rejects those), so it is read as ``default``.
+* Chromium replies success to ``setCookie`` with ``sameSite: "none"`` and ``secure: false``
+  but stores nothing, and stores ``sameSite: "default"`` as an explicit ``lax``: both are
+  written with the attribute left out, which keeps the cookie's unspecified SameSite.
+* Expiry must be an integer on both engines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sitekeep.model import BrowserKind, Cookie, SameSite
+
+__all__ = [
+    "cookie_host",
+    "covers_host",
+    "from_bidi",
+    "is_unexpired",
+    "keys",
+    "to_bidi",
+]
+
+_SAME_SITE: frozenset[str] = frozenset({"strict", "lax", "none", "default"})
+_KNOWN = frozenset(
+    {"name", "value", "domain", "path", "httpOnly", "secure", "sameSite", "expiry", "size"}
+)
+_DROPPED = frozenset({"goog:session", "goog:partitionKey"})
+
+
+def from_bidi(raw: Mapping[str, Any], kind: BrowserKind) -> Cookie:
+    """A model cookie from a BiDi ``network.Cookie`` dict as ``storage.getCookies`` gives it."""
+    value = raw.get("value") or {}
+    extras = {k: v for k, v in raw.items() if k not in _KNOWN and k not in _DROPPED}
+    if value.get("type") == "base64":
+        extras["bidi:valueType"] = "base64"
+    same_site = str(raw.get("sameSite", "default")).lower()
+    secure = bool(raw.get("secure", False))
+    if same_site not in _SAME_SITE or (same_site == "none" and not secure):
+        same_site = "default"
+    expiry = raw.get("expiry")
+    return Cookie(
+        name=str(raw["name"]),
+        value=str(value.get("value", "")),
+        domain=str(raw["domain"]),
+        path=str(raw.get("path") or "/"),
+        http_only=bool(raw.get("httpOnly", False)),
+        secure=secure,
+        same_site=_as_same_site(same_site),
+        expiry=int(expiry) if expiry is not None else None,
+        partition_key=raw.get("goog:partitionKey"),
+        extras=extras,
+    )
+
+
+def _as_same_site(value: str) -> SameSite:
+    if value == "strict":
+        return "strict"
+    if value == "lax":
+        return "lax"
+    if value == "none":
+        return "none"
+    return "default"
+
+
+def to_bidi(cookie: Cookie, kind: BrowserKind) -> dict[str, Any]:
+    """The ``storage.setCookie`` ``cookie`` parameter (a BiDi ``storage.PartialCookie``)."""
+    value_type = "base64" if cookie.extras.get("bidi:valueType") == "base64" else "string"
+    out: dict[str, Any] = {
+        "name": cookie.name,
+        "value": {"type": value_type, "value": cookie.value},
+        "domain": cookie.domain,
+        "path": cookie.path,
+        "httpOnly": cookie.http_only,
+        "secure": cookie.secure,
+    }
+    same_site = cookie.same_site
+    if same_site == "none" and not cookie.secure:
+        same_site = "default"
+    if same_site != "default":
+        out["sameSite"] = same_site
+    elif kind == "firefox":
+        out["sameSite"] = "default"
+    if cookie.expiry is not None:
+        out["expiry"] = int(cookie.expiry)
+    if kind == "chromium" and cookie.partition_key:
+        out["goog:partitionKey"] = dict(cookie.partition_key)
+    return out
+
+
+def is_unexpired(cookie: Cookie, now: float) -> bool:
+    """True for a session cookie or one whose expiry is still ahead of ``now`` (seconds)."""
+    return cookie.expiry is None or cookie.expiry > now
+
+
+def covers_host(cookie: Cookie, host: str) -> bool:
+    """Whether the cookie would be sent to ``host`` by domain (RFC 6265bis §5.1.3).
+
+    A host-only cookie (no leading dot) covers its own host; a domain cookie covers its
+    domain and every subdomain.
+    """
+    host = host.lower()
+    domain = cookie.domain.lower()
+    if not domain.startswith("."):
+        return host == domain
+    bare = domain[1:]
+    return host == bare or host.endswith(domain)
+
+
+def cookie_host(cookie: Cookie) -> str:
+    """The host a cookie belongs to: its domain without a leading dot."""
+    return cookie.domain.lstrip(".").lower()
+
+
+def keys(cookies: Sequence[Cookie]) -> set[tuple[str, str, str]]:
+    """(name, domain, path) of each cookie: a cookie's identity in a jar (RFC 6265bis §5.7)."""
+    return {(c.name, c.domain, c.path) for c in cookies}

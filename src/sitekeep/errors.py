@@ -1,0 +1,213 @@
+"""The exception tree of sitekeep.
+
+Every error a caller can see derives from :class:`SitekeepError`. Subclasses say what the
+caller should do, and carry structured fields (never text to parse). The HTTP facade maps
+them to status codes in one table (``sitekeep.api.errors``)::
+
+    SitekeepError
+    ├── InvalidInput            400  fix the field named in ``field``
+    │   └── SnapshotTooLarge    400  the cookies alone pass the size cap (SPEC §3)
+    ├── Unauthorized            401  no or unknown bearer token
+    ├── Forbidden               403  the token's role may not do this
+    ├── NotFound                404  no such session/host in this tenant
+    ├── Conflict                409  the resource is in a state that forbids the call
+    │   └── NoHistoryEntry      409  back()/forward() with nowhere to go
+    ├── CapacityExceeded        429  a cap was reached (``scope``)
+    ├── NavigationFailed        502  the page could not be loaded (``reason``: net::ERR_…)
+    ├── StoreUnavailable        503  a store could not be reached; nothing was written
+    └── BrowserUnavailable      503  the browser or its BiDi socket could not be reached
+        └── BidiError                a BiDi command failed (``code`` is the spec's error code)
+            └── BidiTimeout          no answer within the command timeout
+
+Messages never contain a cookie, storage or secret value.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BidiError",
+    "BidiTimeout",
+    "BrowserUnavailable",
+    "CapacityExceeded",
+    "Conflict",
+    "Forbidden",
+    "InvalidInput",
+    "NavigationFailed",
+    "NoHistoryEntry",
+    "NotFound",
+    "SitekeepError",
+    "SnapshotTooLarge",
+    "StoreUnavailable",
+    "Unauthorized",
+]
+
+
+class SitekeepError(Exception):
+    """Root of every sitekeep error.
+
+    Attributes:
+        message: a sentence a person can act on; never holds a value.
+    """
+
+    type_name = "error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidInput(SitekeepError):
+    """Bad input; nothing was changed.
+
+    Attributes:
+        field: the name of the offending field (dotted path), if one is to blame.
+    """
+
+    type_name = "invalid_input"
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class SnapshotTooLarge(InvalidInput):
+    """The cookies alone pass the snapshot size cap; the stored snapshot is unchanged (SPEC §3).
+
+    Attributes:
+        size: bytes of JSON the cookies take.
+        cap: the cap in bytes.
+    """
+
+    type_name = "snapshot_too_large"
+
+    def __init__(self, *, size: int, cap: int) -> None:
+        super().__init__(
+            f"the cookies alone take {size} bytes, over the {cap}-byte snapshot cap; "
+            "the last saved snapshot is unchanged",
+            field="cookies",
+        )
+        self.size = size
+        self.cap = cap
+
+
+class Unauthorized(SitekeepError):
+    """No bearer token, or one that is not known."""
+
+    type_name = "unauthorized"
+
+
+class Forbidden(SitekeepError):
+    """The token is known but its role may not make this call."""
+
+    type_name = "forbidden"
+
+
+class NotFound(SitekeepError):
+    """No such thing in the caller's tenant (existence in other tenants is never revealed).
+
+    Attributes:
+        kind: what was looked for (``session``, ``site``…).
+        name: the key or name that was looked for.
+    """
+
+    type_name = "not_found"
+
+    def __init__(self, kind: str, name: str) -> None:
+        super().__init__(f"no {kind} named {name!r}")
+        self.kind = kind
+        self.name = name
+
+
+class Conflict(SitekeepError):
+    """The call is not possible in the resource's current state."""
+
+    type_name = "conflict"
+
+
+class NoHistoryEntry(Conflict):
+    """``back()`` or ``forward()`` with no page in that direction.
+
+    Attributes:
+        delta: the step asked for (-1 back, 1 forward).
+    """
+
+    type_name = "no_history_entry"
+
+    def __init__(self, delta: int) -> None:
+        direction = "back" if delta < 0 else "forward"
+        super().__init__(f"there is no page to go {direction} to")
+        self.delta = delta
+
+
+class NavigationFailed(SitekeepError):
+    """The browser could not load the page (DNS, connection, TLS…).
+
+    Attributes:
+        reason: the browser's error name, e.g. ``net::ERR_NAME_NOT_RESOLVED``.
+    """
+
+    type_name = "navigation_failed"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the page could not be loaded: {reason}")
+        self.reason = reason
+
+
+class CapacityExceeded(SitekeepError):
+    """A cap was reached before anything started.
+
+    Attributes:
+        scope: ``tenant`` or ``global``.
+    """
+
+    type_name = "capacity_exceeded"
+
+    def __init__(self, message: str, *, scope: str) -> None:
+        super().__init__(message)
+        self.scope = scope
+
+
+class StoreUnavailable(SitekeepError):
+    """A store (SQLite, Redis, PostgreSQL) could not be reached; nothing was half-written."""
+
+    type_name = "store_unavailable"
+
+
+class BrowserUnavailable(SitekeepError):
+    """The browser, its WebDriver endpoint or its BiDi socket could not be reached."""
+
+    type_name = "browser_unavailable"
+
+
+class BidiError(BrowserUnavailable):
+    """A WebDriver BiDi command answered with an error (W3C WebDriver BiDi §Errors).
+
+    Attributes:
+        code: the spec's error code, e.g. ``no such frame``, ``invalid argument``.
+        command: the BiDi method, e.g. ``storage.setCookie``.
+        detail: the browser's message. Commands sitekeep sends never carry a value in a
+            position a browser echoes back, but callers still must not log it at INFO.
+    """
+
+    type_name = "bidi_error"
+
+    def __init__(self, code: str, command: str, detail: str = "") -> None:
+        super().__init__(f"{command} failed: {code}")
+        self.code = code
+        self.command = command
+        self.detail = detail
+
+
+class BidiTimeout(BidiError):
+    """A BiDi command got no answer within its timeout (SPEC §2: 5 s by default).
+
+    Attributes:
+        timeout: the timeout that passed, in seconds.
+    """
+
+    type_name = "bidi_timeout"
+
+    def __init__(self, command: str, timeout: float) -> None:
+        super().__init__("timeout", command, f"no answer within {timeout:g} s")
+        self.message = f"{command} got no answer within {timeout:g} s"
+        self.timeout = timeout

@@ -1,0 +1,155 @@
+"""Domain values: frozen, slotted dataclasses (SPEC §1).
+
+Times are float seconds since the Unix epoch unless a field says otherwise; a cookie's
+``expiry`` is an integer, as BiDi ``network.Cookie`` has it. Values here are plain data;
+the rules that act on them live in ``cookies``, ``history`` and ``sitedata``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import TypeAdapter
+
+__all__ = [
+    "BrowserKind",
+    "BrowserRef",
+    "Cookie",
+    "HistoryEntry",
+    "OriginStorage",
+    "Principal",
+    "Role",
+    "SameSite",
+    "SessionRecord",
+    "SessionStorage",
+    "SiteData",
+    "Skipped",
+]
+
+SameSite = Literal["strict", "lax", "none", "default"]
+BrowserKind = Literal["chromium", "firefox"]
+Role = Literal["admin", "member"]
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who makes a call: the tenant (workspace), the subject and its role (SPEC §1)."""
+
+    tenant: str
+    subject: str
+    role: Role = "member"
+
+
+@dataclass(frozen=True, slots=True)
+class Cookie:
+    """One cookie, with every attribute the browser reports (RFC 6265bis; BiDi network.Cookie).
+
+    ``domain`` keeps the browser's spelling: a leading dot marks a domain cookie, none a
+    host-only one. ``expiry`` is whole seconds since the epoch, ``None`` for a session
+    cookie. ``partition_key`` is the CHIPS partition (Chromium's ``goog:partitionKey``).
+    ``extras`` keeps the browser's other vendor fields (``goog:priority``…) untouched.
+    """
+
+    name: str
+    value: str
+    domain: str
+    path: str = "/"
+    http_only: bool = False
+    secure: bool = False
+    same_site: SameSite = "default"
+    expiry: int | None = None
+    partition_key: Mapping[str, Any] | None = None
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class OriginStorage:
+    """The localStorage of one origin: key to value, both strings (HTML Web Storage)."""
+
+    local: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStorage:
+    """The sessionStorage of the tab the browser was on, for that tab's origin."""
+
+    origin: str
+    items: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class SiteData:
+    """The snapshot: cookies + localStorage per origin + one tab's sessionStorage (SPEC §1)."""
+
+    cookies: tuple[Cookie, ...] = ()
+    origins: Mapping[str, OriginStorage] = field(default_factory=dict)
+    session: SessionStorage | None = None
+    saved_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """An origin or host a save or restore did not carry, and why (never a value)."""
+
+    site: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """Where the session has been: one entry per origin (SPEC §4)."""
+
+    origin: str
+    url: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class BrowserRef:
+    """What a stateless reattach needs to reach a live browser (SPEC §2).
+
+    ``endpoint`` is the WebDriver server's URL, ``ws_url`` its BiDi socket for this session.
+    """
+
+    kind: BrowserKind
+    endpoint: str
+    session_id: str
+    ws_url: str
+    started_at: float
+    insecure: bool = False
+    context: str = ""
+    """The main tab's browsing context id ("the page the browser is on")."""
+
+    @property
+    def generation(self) -> str:
+        """The browser generation: session id + start time (SPEC §1)."""
+        return f"{self.session_id}:{self.started_at:.6f}"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """A session, keyed by (tenant, key). The current URL is ``history[0].url`` (SPEC §1).
+
+    ``reopened`` holds a silent reopen's restore report until the first result hands it out.
+    """
+
+    tenant: str
+    key: str
+    owner: str
+    kind: BrowserKind
+    created_at: float
+    last_used_at: float
+    browser: BrowserRef | None = None
+    history: tuple[HistoryEntry, ...] = ()
+    reopened: Mapping[str, Any] | None = None
+    insecure: bool = False
+
+    @property
+    def url(self) -> str | None:
+        return self.history[0].url if self.history else None
+
+
+RECORD_JSON: TypeAdapter[SessionRecord] = TypeAdapter(SessionRecord)
+SITE_DATA_JSON: TypeAdapter[SiteData] = TypeAdapter(SiteData)

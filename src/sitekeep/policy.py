@@ -1,0 +1,61 @@
+"""Pure rules for what agents may do: navigation policy and names (SPEC §12).
+
+Agents may open ``http:`` and ``https:`` pages and ``about:blank``. Refused: ``file:``,
+browser-internal schemes (``chrome:``, ``about:`` other than ``about:blank``…), script URLs,
+and the sitekeep server's own origin (an agent must not drive its own admin).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from sitekeep.errors import InvalidInput
+from sitekeep.history import origin_of
+
+__all__ = ["check_key", "check_url"]
+
+_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def check_url(url: str, *, own_origins: Iterable[str] = (), field: str = "url") -> str:
+    """``url`` when an agent may navigate to it.
+
+    Raises:
+        InvalidInput: a refused scheme, a malformed URL or the server's own origin.
+    """
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidInput("a URL is required", field=field)
+    url = url.strip()
+    if url == "about:blank":
+        return url
+    try:
+        scheme = urlsplit(url).scheme.lower()
+    except ValueError as exc:
+        raise InvalidInput("not a valid URL", field=field) from exc
+    if scheme not in ("http", "https"):
+        shown = scheme or "a relative URL"
+        raise InvalidInput(
+            f"{shown}: agents may open http(s) pages and about:blank only", field=field
+        )
+    origin = origin_of(url)
+    if origin is None:
+        raise InvalidInput("the URL has no host", field=field)
+    if origin in set(own_origins):
+        raise InvalidInput("the sitekeep server's own origin is off limits to agents", field=field)
+    return url
+
+
+def check_key(key: str, field: str = "key") -> str:
+    """A session key: 1–64 of ``[A-Za-z0-9._-]``, starting with a letter or digit.
+
+    Raises:
+        InvalidInput: anything else.
+    """
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
+        raise InvalidInput(
+            "a key is 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+            field=field,
+        )
+    return key

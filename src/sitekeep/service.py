@@ -1,0 +1,488 @@
+"""The use cases. HTTP, MCP and the CLI call this module and nothing below it.
+
+Every call that affects a browser passes through one seam, :meth:`Service._drive`: it
+locks the session, reattaches to (or silently reopens) its browser, runs the operation,
+records where the browser landed in the history, hands out a pending reopen report once,
+and writes the record back. The journal (SPEC §8) will wrap that seam.
+
+Results are plain JSON-able dicts in the shapes of SPEC §5; none holds a value except the
+owner's per-host view (:meth:`Service.site_data_host`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pydantic import ValidationError
+
+from sitekeep import history as hist
+from sitekeep import sitedata
+from sitekeep.browser.engine import restore, save_read
+from sitekeep.browser.live import LiveBrowser, PageInfo
+from sitekeep.browser.manager import BrowserManager
+from sitekeep.config import Settings
+from sitekeep.errors import InvalidInput, NotFound, StoreUnavailable
+from sitekeep.model import (
+    RECORD_JSON,
+    SITE_DATA_JSON,
+    BrowserKind,
+    Principal,
+    SessionRecord,
+    SiteData,
+)
+from sitekeep.policy import check_key, check_url
+from sitekeep.stores import SessionStore, open_session_store
+from sitekeep.stores.cipher import Cipher, load_or_create_key
+
+__all__ = ["Landing", "Service"]
+
+log = logging.getLogger(__name__)
+
+_KINDS: tuple[BrowserKind, ...] = ("chromium",)
+INSECURE_HINT = (
+    "insecure=true: nothing was restored and nothing was deleted — restored cookies must "
+    "never meet a man in the middle"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Landing:
+    """What an operation hands back to the seam: its result, and where the browser is.
+
+    ``page`` None means the operation did not look (the seam reads it); ``withheld``
+    keeps the URL out of the result and the history (SPEC §7).
+    """
+
+    result: dict[str, Any]
+    page: PageInfo | None = None
+    withheld: bool = False
+
+
+Operation = Callable[[LiveBrowser, SessionRecord], Awaitable[Landing]]
+
+
+class Service:
+    """sitekeep's use cases over a session store, a cipher and a browser manager."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: SessionStore,
+        cipher: Cipher,
+        browsers: BrowserManager,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self._store = store
+        self._cipher = cipher
+        self.browsers = browsers
+        self._clock = clock
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Settings, clock: Callable[[], float] = time.time) -> Service:
+        """Open the stores, load (or generate) the master key, prepare the browsers."""
+        key = load_or_create_key(settings.key_file, settings.master_key)
+        store = open_session_store(settings.session_store_url, clock)
+        return cls(settings, store, Cipher(key), BrowserManager(settings), clock)
+
+    async def aclose(self) -> None:
+        """Close sockets and store connections; browsers live on (SPEC §2)."""
+        await self.browsers.aclose()
+        await self._store.aclose()
+
+    # -- storage of records and snapshots -------------------------------------------------
+
+    @staticmethod
+    def _record_key(tenant: str, key: str) -> str:
+        return f"session/{tenant}/{key}"
+
+    @staticmethod
+    def _snapshot_key(tenant: str, key: str) -> str:
+        return f"site-data/{tenant}/{key}"
+
+    async def _load(self, tenant: str, key: str) -> SessionRecord | None:
+        raw = await self._store.get(self._record_key(tenant, key))
+        if raw is None:
+            return None
+        try:
+            return RECORD_JSON.validate_json(raw)
+        except ValidationError as exc:
+            raise StoreUnavailable(f"session {key!r} is stored in an unreadable form") from exc
+
+    async def _require(self, who: Principal, key: str) -> SessionRecord:
+        record = await self._load(who.tenant, check_key(key))
+        if record is None:
+            raise NotFound("session", key)
+        return record
+
+    async def _put(self, record: SessionRecord) -> None:
+        ttl = self.settings.session_ttl
+        await self._store.set(
+            self._record_key(record.tenant, record.key), RECORD_JSON.dump_json(record), ttl=ttl
+        )
+        await self._store.expire(self._snapshot_key(record.tenant, record.key), ttl)
+
+    async def _load_snapshot(self, tenant: str, key: str) -> SiteData | None:
+        sealed = await self._store.get(self._snapshot_key(tenant, key))
+        if sealed is None:
+            return None
+        plain = self._cipher.open(sealed, tenant=tenant, kind="site-data", ident=key)
+        return SITE_DATA_JSON.validate_json(plain)
+
+    async def _put_snapshot(self, tenant: str, key: str, snapshot: SiteData) -> None:
+        sealed = self._cipher.seal(
+            SITE_DATA_JSON.dump_json(snapshot), tenant=tenant, kind="site-data", ident=key
+        )
+        await self._store.set(
+            self._snapshot_key(tenant, key), sealed, ttl=self.settings.session_ttl
+        )
+
+    def _lock(self, tenant: str, key: str) -> asyncio.Lock:
+        return self._locks.setdefault((tenant, key), asyncio.Lock())
+
+    # -- the seam -------------------------------------------------------------------------
+
+    async def _drive(
+        self, who: Principal, key: str, op: str, args: Mapping[str, Any], operation: Operation
+    ) -> dict[str, Any]:
+        """Run one browser-affecting operation on session ``key`` (the journal's seam).
+
+        ``op`` and ``args`` name the call (``args`` never holds a value).
+        """
+        async with self._lock(who.tenant, check_key(key)):
+            record = await self._require(who, key)
+            browser, record = await self._browser_for(record)
+            landing = await operation(browser, record)
+            return await self._finish(record, browser, landing)
+
+    async def _finish(
+        self, record: SessionRecord, browser: LiveBrowser, landing: Landing
+    ) -> dict[str, Any]:
+        page = landing.page or await browser.page_info()
+        now = self._clock()
+        result = dict(landing.result)
+        history = record.history
+        if not landing.withheld:
+            result.update(url=page.url, title=page.title)
+            history = hist.bump(
+                history, page.url, now, ttl=self.settings.session_ttl, cap=self.settings.history_cap
+            )
+        if record.reopened is not None:
+            result.setdefault("site_data", dict(record.reopened))
+        record = replace(
+            record, browser=browser.ref, history=history, reopened=None, last_used_at=now
+        )
+        await self._put(record)
+        return result
+
+    async def _browser_for(self, record: SessionRecord) -> tuple[LiveBrowser, SessionRecord]:
+        """The session's live browser; a gone one is reopened silently with a restore whose
+        report waits in ``record.reopened`` for the first result (SPEC §3)."""
+        if record.browser is not None:
+            live = await self.browsers.attach(record.browser)
+            if live is not None:
+                return live, record
+        live, report = await self._new_browser(record, land=record.url, restore_data=True)
+        record = replace(record, browser=live.ref, reopened=report)
+        await self._put(record)
+        return live, record
+
+    async def _new_browser(
+        self, record: SessionRecord, *, land: str | None, restore_data: bool
+    ) -> tuple[LiveBrowser, dict[str, Any] | None]:
+        live = await self.browsers.start(record.kind, insecure=record.insecure)
+        snapshot = None
+        if restore_data and not record.insecure:
+            snapshot = await self._load_snapshot(record.tenant, record.key)
+        if snapshot is None:
+            if land:
+                await live.navigate(land)
+            return live, None
+        report = await restore(live, snapshot, land, now=self._clock())
+        if not report.restored and not report.skipped:
+            return live, None
+        return live, {**report.as_json(), "uri": self._site_data_uri(record.key)}
+
+    @staticmethod
+    def _site_data_uri(key: str) -> str:
+        return f"sitekeep://sessions/{key}/site-data"
+
+    # -- use cases ------------------------------------------------------------------------
+
+    async def open_session(
+        self,
+        who: Principal,
+        *,
+        key: str | None = None,
+        browser: str | None = None,
+        url: str | None = None,
+        profile: str | None = None,
+        restore_site_data: bool = True,
+        fresh: bool = False,
+        insecure: bool = False,
+        country: str | None = None,
+    ) -> dict[str, Any]:
+        """Open (or return to) a session's browser (SPEC §3 Restore, §5 ``open_session``).
+
+        A new browser — none live, ``fresh``, another kind or another certificate policy —
+        gets the snapshot restored (unless ``restore_site_data`` is false or ``insecure``)
+        before it lands on ``url`` or the last page. ``restore_site_data=false`` deletes
+        the snapshot (``{"forgotten": N}``, N hosts); the history stays.
+
+        Returns:
+            ``{key, url, title, site_data?, hint?}``.
+
+        Raises:
+            InvalidInput: a bad key, browser or URL, or an option not available yet.
+            BrowserUnavailable: no browser could be started (503).
+        """
+        key = check_key(key) if key is not None else secrets.token_hex(6)
+        kind = self._kind(browser)
+        for name, value in (("profile", profile), ("country", country)):
+            if value is not None:
+                raise InvalidInput(f"{name} is not available yet", field=name)
+        if url is not None:
+            url = check_url(url, own_origins=self._own_origins())
+        async with self._lock(who.tenant, key):
+            return await self._open_locked(
+                who,
+                key,
+                kind or "chromium",
+                kind is not None,
+                url,
+                restore_site_data=restore_site_data,
+                fresh=fresh,
+                insecure=insecure,
+            )
+
+    async def _open_locked(
+        self,
+        who: Principal,
+        key: str,
+        kind: BrowserKind,
+        kind_given: bool,
+        url: str | None,
+        *,
+        restore_site_data: bool,
+        fresh: bool,
+        insecure: bool,
+    ) -> dict[str, Any]:
+        now = self._clock()
+        record = await self._load(who.tenant, key) or SessionRecord(
+            tenant=who.tenant,
+            key=key,
+            owner=who.subject,
+            kind=kind,
+            created_at=now,
+            last_used_at=now,
+        )
+        result: dict[str, Any] = {"key": key}
+        if not restore_site_data:
+            result["site_data"] = {"forgotten": await self._forget_snapshot(who.tenant, key)}
+        live = await self._reusable(record, kind if kind_given else record.kind, insecure, fresh)
+        record = replace(record, kind=kind if kind_given else record.kind, insecure=insecure)
+        if live is None:
+            live, report = await self._new_browser(
+                record, land=url or record.url, restore_data=restore_site_data
+            )
+            if report is not None:
+                result["site_data"] = report
+        elif url is not None:
+            await live.navigate(url)
+        if insecure:
+            result["hint"] = INSECURE_HINT
+        record = replace(record, browser=live.ref, reopened=None)
+        return await self._finish(record, live, Landing(result))
+
+    async def _reusable(
+        self, record: SessionRecord, kind: BrowserKind, insecure: bool, fresh: bool
+    ) -> LiveBrowser | None:
+        """The live browser to keep using, or None (after closing one that cannot stay)."""
+        if record.browser is None:
+            return None
+        live = await self.browsers.attach(record.browser)
+        if live is None:
+            return None
+        if fresh or record.browser.kind != kind or record.browser.insecure != insecure:
+            await self.browsers.close(record.browser)
+            return None
+        return live
+
+    async def _forget_snapshot(self, tenant: str, key: str) -> int:
+        snapshot = await self._load_snapshot(tenant, key)
+        if snapshot is None:
+            return 0
+        await self._store.delete(self._snapshot_key(tenant, key))
+        return len(sitedata.host_rows(snapshot, ()))
+
+    def _kind(self, browser: str | None) -> BrowserKind | None:
+        if browser is None:
+            return None
+        for kind in _KINDS:
+            if browser == kind:
+                return kind
+        raise InvalidInput(f"browser must be one of {', '.join(_KINDS)}", field="browser")
+
+    def _own_origins(self) -> list[str]:
+        port = self.settings.port
+        return [f"http://{host}:{port}" for host in (self.settings.host, "127.0.0.1", "localhost")]
+
+    async def navigate(self, who: Principal, key: str, url: str) -> dict[str, Any]:
+        """Go to ``url`` and wait for the page to load. Returns ``{url, title}``.
+
+        Raises:
+            InvalidInput: a URL agents may not open (SPEC §12).
+        """
+        url = check_url(url, own_origins=self._own_origins())
+
+        async def go(browser: LiveBrowser, _: SessionRecord) -> Landing:
+            return Landing({}, await browser.navigate(url))
+
+        return await self._drive(who, key, "navigate", {"url": hist.trim_url(url)}, go)
+
+    async def back(self, who: Principal, key: str) -> dict[str, Any]:
+        """One step back in the main tab's history. Returns ``{url, title}``."""
+        return await self._traverse(who, key, -1, "back")
+
+    async def forward(self, who: Principal, key: str) -> dict[str, Any]:
+        """One step forward in the main tab's history. Returns ``{url, title}``."""
+        return await self._traverse(who, key, 1, "forward")
+
+    async def _traverse(self, who: Principal, key: str, delta: int, op: str) -> dict[str, Any]:
+        async def go(browser: LiveBrowser, _: SessionRecord) -> Landing:
+            return Landing({}, await browser.traverse(delta))
+
+        return await self._drive(who, key, op, {}, go)
+
+    async def save_site_data(
+        self, who: Principal, key: str, *, profile: str | None = None, full: bool = False
+    ) -> dict[str, Any]:
+        """Replace the session's snapshot with the browser's site data (SPEC §3 Save).
+
+        Args:
+            full: read every history origin through the spare tab, ignoring the copies
+                captured on leave (slower; the reference the fast path must equal).
+
+        Returns:
+            ``{url, title, saved: {cookies, sites, skipped}, uri}`` — never a value.
+
+        Raises:
+            SnapshotTooLarge: the cookies alone pass the cap; the old snapshot stands.
+            BrowserUnavailable: BiDi is down; nothing was saved.
+        """
+        if profile is not None:
+            raise InvalidInput("profile is not available yet", field="profile")
+
+        async def save(browser: LiveBrowser, record: SessionRecord) -> Landing:
+            page = await browser.page_info()
+            current = hist.origin_of(page.url)
+            order = ([current] if current else []) + [
+                e.origin for e in record.history if e.origin != current
+            ]
+            read = await save_read(browser, order, deadline=self.settings.save_deadline, full=full)
+            previous = await self._load_snapshot(record.tenant, record.key)
+            session = read.session if read.session_read or previous is None else previous.session
+            snapshot, skipped = sitedata.compose(
+                previous,
+                cookies=read.cookies,
+                read=read.local,
+                session=session,
+                not_read=read.not_read,
+                visit_order=order,
+                saved_at=self._clock(),
+                cap=self.settings.snapshot_cap,
+            )
+            await self._put_snapshot(record.tenant, record.key, snapshot)
+            saved = {
+                "cookies": len(snapshot.cookies),
+                "sites": [o for o in order if o in snapshot.origins]
+                + sorted(set(snapshot.origins) - set(order)),
+                "skipped": [{"site": s.site, "reason": s.reason} for s in skipped],
+            }
+            return Landing({"saved": saved, "uri": self._site_data_uri(record.key)}, page)
+
+        return await self._drive(who, key, "save_site_data", {"full": full}, save)
+
+    async def current(self, who: Principal, key: str) -> dict[str, Any]:
+        """The current page (without touching the browser's state) and a site-data summary.
+
+        Returns:
+            ``{key, url, title, browser: {kind, live}, site_data: {saved_at, hosts}}``.
+        """
+        record = await self._require(who, key)
+        live = await self.browsers.attach(record.browser) if record.browser else None
+        page = await live.page_info() if live is not None else None
+        snapshot = await self._load_snapshot(who.tenant, key)
+        return {
+            "key": key,
+            "url": page.url if page else record.url,
+            "title": page.title if page else None,
+            "browser": {"kind": record.kind, "live": live is not None},
+            "site_data": {
+                "saved_at": snapshot.saved_at if snapshot else None,
+                "hosts": len(sitedata.host_rows(snapshot, record.history)) if snapshot else 0,
+                "uri": self._site_data_uri(key),
+            },
+        }
+
+    async def close_browser(self, who: Principal, key: str) -> dict[str, Any]:
+        """Close the session's browser; the record, history and snapshot stay."""
+        async with self._lock(who.tenant, check_key(key)):
+            record = await self._require(who, key)
+            closed = record.browser is not None
+            if record.browser is not None:
+                await self.browsers.close(record.browser)
+            await self._put(replace(record, browser=None, last_used_at=self._clock()))
+        return {"key": key, "closed": closed}
+
+    async def delete_session(self, who: Principal, key: str) -> dict[str, Any]:
+        """Delete the session and everything keyed to it (its browser closes)."""
+        async with self._lock(who.tenant, check_key(key)):
+            record = await self._require(who, key)
+            if record.browser is not None:
+                await self.browsers.close(record.browser)
+            await self._store.delete(
+                self._record_key(who.tenant, key), self._snapshot_key(who.tenant, key)
+            )
+        return {"key": key, "deleted": True}
+
+    async def site_data(self, who: Principal, key: str) -> dict[str, Any]:
+        """The snapshot by host, counts only (SPEC §5 resource)."""
+        record = await self._require(who, key)
+        snapshot = await self._load_snapshot(who.tenant, key) or SiteData()
+        rows = sitedata.host_rows(snapshot, record.history)
+        return {
+            "key": key,
+            "saved_at": snapshot.saved_at or None,
+            "hosts": [
+                {
+                    "site": r.site,
+                    "uri": f"{self._site_data_uri(key)}/{r.site}",
+                    "cookies": r.cookies,
+                    "shared_cookies": r.shared_cookies,
+                    "local": r.local,
+                    "session": r.session,
+                }
+                for r in rows
+            ],
+        }
+
+    async def site_data_host(self, who: Principal, key: str, site: str) -> dict[str, Any]:
+        """One host of the snapshot in full, httpOnly values shown as ``•••`` — the
+        owner's explicit per-host view, the one place values are shown.
+
+        Raises:
+            NotFound: the session, or nothing saved for ``site``.
+        """
+        await self._require(who, key)
+        snapshot = await self._load_snapshot(who.tenant, key)
+        if snapshot is None:
+            raise NotFound("site", site)
+        return {"key": key, **sitedata.host_view(snapshot, site)}

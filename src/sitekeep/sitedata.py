@@ -1,0 +1,238 @@
+"""Pure rules for the site-data snapshot (SPEC §3, §5, §11).
+
+A save is a full snapshot that replaces the last one; the only thing carried over is the
+last storage of an origin the save could not read, or did not attempt. The snapshot is
+capped in bytes of JSON; per-origin sizes are computed once, then the origins visited
+longest ago are left out until it fits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sitekeep.cookies import cookie_host, covers_host
+from sitekeep.errors import NotFound, SnapshotTooLarge
+from sitekeep.history import host_of
+from sitekeep.model import (
+    SITE_DATA_JSON,
+    Cookie,
+    HistoryEntry,
+    OriginStorage,
+    SessionStorage,
+    SiteData,
+    Skipped,
+)
+
+__all__ = [
+    "HIDDEN",
+    "HostRow",
+    "compose",
+    "forget_host",
+    "host_rows",
+    "host_view",
+    "json_size",
+]
+
+HIDDEN = "•••"
+"""What an httpOnly cookie's value shows as in the per-host view (SPEC §5)."""
+
+
+def json_size(value: Any) -> int:
+    """Bytes of compact UTF-8 JSON, the measure of the snapshot cap."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def compose(
+    previous: SiteData | None,
+    *,
+    cookies: Sequence[Cookie],
+    read: Mapping[str, Mapping[str, str]],
+    session: SessionStorage | None,
+    not_read: Mapping[str, str],
+    visit_order: Sequence[str],
+    saved_at: float,
+    cap: int,
+) -> tuple[SiteData, list[Skipped]]:
+    """The new snapshot from what a save read, and what it skipped.
+
+    Args:
+        previous: the stored snapshot, or None.
+        cookies: the whole jar.
+        read: origin → localStorage for every origin read; empty ones are left out.
+        session: sessionStorage of the page the browser is on (None when empty).
+        not_read: origin → reason for each origin that failed or was not attempted; each
+            keeps its storage from ``previous`` (a blip must never sign the agent out).
+        visit_order: origins newest first (the history); decides what the cap leaves out.
+        saved_at: seconds since the epoch.
+        cap: the size cap in bytes of JSON.
+
+    Returns:
+        The snapshot and the skipped list (``{site, reason}``, never a value).
+
+    Raises:
+        SnapshotTooLarge: the cookies alone pass the cap.
+    """
+    skipped = [Skipped(site, reason) for site, reason in not_read.items()]
+    origins: dict[str, OriginStorage] = {
+        origin: OriginStorage(dict(local)) for origin, local in read.items() if local
+    }
+    if previous is not None:
+        for origin in not_read:
+            kept = previous.origins.get(origin)
+            if kept is not None and origin not in origins:
+                origins[origin] = kept
+    snapshot = SiteData(
+        cookies=tuple(cookies),
+        origins=origins,
+        session=session if session and session.items else None,
+        saved_at=saved_at,
+    )
+    capped, left_out = _fit(snapshot, visit_order, cap)
+    skipped.extend(
+        Skipped(o, f"left out: the snapshot passed its {cap}-byte cap") for o in left_out
+    )
+    return capped, skipped
+
+
+def _fit(snapshot: SiteData, visit_order: Sequence[str], cap: int) -> tuple[SiteData, list[str]]:
+    """Leave out the storage of the origins visited longest ago until the JSON fits ``cap``."""
+    dumped = SITE_DATA_JSON.dump_python(snapshot, mode="json")
+    base = json_size({**dumped, "origins": {}, "session": None})
+    cookies_only = base
+    if cookies_only > cap:
+        raise SnapshotTooLarge(size=cookies_only, cap=cap)
+    sizes = {o: json_size({o: v}) - 1 for o, v in dumped["origins"].items()}  # "o":{...},
+    session_size = json_size(dumped["session"]) - json_size(None) if snapshot.session else 0
+    total = base + sum(sizes.values()) + session_size
+    if total <= cap:
+        return snapshot, []
+    rank = {o: i for i, o in enumerate(visit_order)}
+    # Oldest first: origins not in the history at all, then the history from its tail.
+    order = sorted(sizes, key=lambda o: (-rank.get(o, len(rank)), o))
+    left_out: list[str] = []
+    for origin in order:
+        if total <= cap:
+            break
+        total -= sizes[origin]
+        left_out.append(origin)
+    origins = {o: s for o, s in snapshot.origins.items() if o not in left_out}
+    session = snapshot.session
+    if total > cap and session is not None:
+        left_out.append(session.origin)
+        session = None
+    return replace(snapshot, origins=origins, session=session), left_out
+
+
+@dataclass(frozen=True, slots=True)
+class HostRow:
+    """One host of a snapshot, counts only (SPEC §5 resource; §11 Site data row head)."""
+
+    site: str
+    cookies: int
+    shared_cookies: int
+    local: int
+    session: int
+
+
+def _hosts(snapshot: SiteData) -> set[str]:
+    hosts = {host_of(o) for o in snapshot.origins}
+    hosts.update(cookie_host(c) for c in snapshot.cookies if not c.domain.startswith("."))
+    if snapshot.session is not None:
+        hosts.add(host_of(snapshot.session.origin))
+    for c in snapshot.cookies:
+        if c.domain.startswith(".") and not any(covers_host(c, h) for h in hosts):
+            hosts.add(cookie_host(c))
+    return hosts
+
+
+def host_rows(snapshot: SiteData, history: Sequence[HistoryEntry]) -> list[HostRow]:
+    """One row per host the snapshot holds data for: history hosts first (most recent
+    first), then the rest alphabetically. A parent-domain cookie counts as shared under
+    every host it covers and as its own only under its bare domain (SPEC §11)."""
+    hosts = _hosts(snapshot)
+    seen: list[str] = []
+    for entry in history:
+        host = host_of(entry.origin)
+        if host in hosts and host not in seen:
+            seen.append(host)
+    ordered = seen + sorted(hosts - set(seen))
+    return [_row(snapshot, host) for host in ordered]
+
+
+def _row(snapshot: SiteData, host: str) -> HostRow:
+    own = [c for c in snapshot.cookies if cookie_host(c) == host]
+    shared = [c for c in snapshot.cookies if c not in own and covers_host(c, host)]
+    local = sum(len(s.local) for o, s in snapshot.origins.items() if host_of(o) == host)
+    session = snapshot.session
+    session_count = len(session.items) if session and host_of(session.origin) == host else 0
+    return HostRow(host, len(own), len(shared), local, session_count)
+
+
+def host_view(snapshot: SiteData, host: str) -> dict[str, Any]:
+    """One host in full, httpOnly values shown as ``•••`` (the owner's per-host view).
+
+    Raises:
+        NotFound: the snapshot holds nothing for ``host``.
+    """
+    host = host.lower()
+    if host not in _hosts(snapshot):
+        raise NotFound("site", host)
+    cookies = [
+        {
+            "name": c.name,
+            "value": HIDDEN if c.http_only else c.value,
+            "domain": c.domain,
+            "path": c.path,
+            "http_only": c.http_only,
+            "secure": c.secure,
+            "same_site": c.same_site,
+            "expiry": c.expiry,
+            "shared": cookie_host(c) != host,
+        }
+        for c in snapshot.cookies
+        if cookie_host(c) == host or covers_host(c, host)
+    ]
+    local = {o: dict(s.local) for o, s in snapshot.origins.items() if host_of(o) == host}
+    session = snapshot.session
+    return {
+        "site": host,
+        "cookies": cookies,
+        "local_storage": local,
+        "session_storage": (
+            {session.origin: dict(session.items)}
+            if session and host_of(session.origin) == host
+            else {}
+        ),
+        "saved_at": snapshot.saved_at,
+    }
+
+
+def forget_host(snapshot: SiteData, host: str) -> SiteData:
+    """The snapshot without ``host``'s storage and its own cookies (``host`` or ``.host``).
+
+    Cookies of a parent domain stay: they belong to no single host (SPEC §11 Forget).
+    """
+    host = host.lower()
+    return replace(
+        snapshot,
+        cookies=tuple(c for c in snapshot.cookies if cookie_host(c) != host),
+        origins={o: s for o, s in snapshot.origins.items() if host_of(o) != host},
+        session=(
+            None
+            if snapshot.session and host_of(snapshot.session.origin) == host
+            else snapshot.session
+        ),
+    )
+
+
+def hosts_of(origins: Iterable[str]) -> list[str]:
+    """Distinct hosts of origins, in first-seen order."""
+    out: list[str] = []
+    for origin in origins:
+        host = host_of(origin)
+        if host not in out:
+            out.append(host)
+    return out

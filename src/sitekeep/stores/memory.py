@@ -1,0 +1,48 @@
+"""``memory://`` — a session store in this process's memory (tests, throwaway servers)."""
+
+from __future__ import annotations
+
+from sitekeep.stores.base import Clock, system_clock
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore:
+    """A dict with expiry times; see ``SessionStore`` for the contract."""
+
+    def __init__(self, clock: Clock = system_clock) -> None:
+        self._clock = clock
+        self._data: dict[str, tuple[bytes, float | None]] = {}
+
+    def _live(self, key: str) -> tuple[bytes, float | None] | None:
+        item = self._data.get(key)
+        if item is not None and item[1] is not None and item[1] <= self._clock():
+            del self._data[key]
+            return None
+        return item
+
+    async def get(self, key: str) -> bytes | None:
+        item = self._live(key)
+        return item[0] if item else None
+
+    async def set(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
+        self._data[key] = (bytes(value), None if ttl is None else self._clock() + ttl)
+
+    async def delete(self, *keys: str) -> int:
+        live = [k for k in keys if self._live(k) is not None]
+        for key in live:
+            del self._data[key]
+        return len(live)
+
+    async def expire(self, key: str, ttl: float) -> bool:
+        item = self._live(key)
+        if item is None:
+            return False
+        self._data[key] = (item[0], self._clock() + ttl)
+        return True
+
+    async def keys(self, prefix: str) -> list[str]:
+        return sorted(k for k in list(self._data) if k.startswith(prefix) and self._live(k))
+
+    async def aclose(self) -> None:
+        self._data.clear()
