@@ -18,7 +18,6 @@ import logging
 import os
 import signal
 import socket
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +126,39 @@ def _ready(url: str) -> bool:
         return False
 
 
+def _spawn_detached(argv: list[str]) -> int:
+    """Start ``argv`` in a new session (its own process group), stdio on /dev/null.
+
+    ``posix_spawn`` rather than ``subprocess.Popen``: the driver is meant to outlive this
+    process, and a ``Popen`` object would warn when collected while it still runs.
+    """
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        actions = [(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)]
+        return os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=actions, setsid=True)
+    finally:
+        os.close(devnull)
+
+
+def _exited(pid: int) -> bool:
+    """True once ``pid`` (our child) has exited; reaps it."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return not _alive(pid)
+    return done == pid
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class LocalChromedriver:
     """The embedded default endpoint: one chromedriver on a loopback port, shared by every
     sitekeep process that uses the same data dir, and outliving them (SPEC §2).
@@ -168,22 +200,17 @@ class LocalChromedriver:
                 "or set SITEKEEP_WEBDRIVER_URL"
             )
         port = _free_port()
-        process = subprocess.Popen(
-            [str(self._exe), f"--port={port}"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # outlive this process; its own process group
-        )
+        pid = _spawn_detached([str(self._exe), f"--port={port}"])
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + timeout
         while not _ready(url):
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
+            if _exited(pid) or time.monotonic() > deadline:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
                 raise BrowserUnavailable("chromedriver did not become ready")
             time.sleep(0.05)
         tmp = self._state.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"pid": process.pid, "port": port}), encoding="utf-8")
+        tmp.write_text(json.dumps({"pid": pid, "port": port}), encoding="utf-8")
         tmp.replace(self._state)
         return url
 
@@ -192,7 +219,10 @@ class LocalChromedriver:
         current = self._read_state()
         if current is None:
             return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(current[0], signal.SIGTERM)
+        if _alive(current[0]) and _ready(current[1]):  # never signal a reused pid
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(current[0], signal.SIGTERM)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(current[0], 0)
         with contextlib.suppress(FileNotFoundError):
             self._state.unlink()

@@ -101,17 +101,32 @@ class LiveBrowser:
             if exc.code == "no such history entry":
                 raise NoHistoryEntry(delta) from exc
             raise
-        await self.conn.send(
-            "script.evaluate",
-            {
-                "expression": _LOADED,
-                "target": {"context": self.context},
-                "awaitPromise": True,
-                "resultOwnership": "none",
-            },
-            timeout=self.navigation_timeout,
-        )
+        await self._settle()
         return await self.page_info()
+
+    async def _settle(self) -> None:
+        """Wait until the main tab's document has loaded. Right after a traversal the old
+        realm may still be going away: a script error then means "try the new one"."""
+        deadline = asyncio.get_running_loop().time() + self.navigation_timeout
+        while True:
+            try:
+                await self.conn.send(
+                    "script.evaluate",
+                    {
+                        "expression": _LOADED,
+                        "target": {"context": self.context},
+                        "awaitPromise": True,
+                        "resultOwnership": "none",
+                    },
+                    timeout=max(0.1, deadline - asyncio.get_running_loop().time()),
+                )
+                return
+            except BidiTimeout:
+                raise
+            except BidiError:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+                await asyncio.sleep(0.02)
 
     @contextlib.asynccontextmanager
     async def load_waiter(self) -> AsyncIterator[Any]:

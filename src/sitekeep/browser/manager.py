@@ -129,6 +129,11 @@ class BrowserManager:
                 await live.conn.close()
         await delete_session(ref.endpoint, ref.session_id)
 
+    async def close_all(self) -> None:
+        """End every browser this process has reached (tests, an operator's shutdown)."""
+        for live in list(self._live.values()):
+            await self.close(live.ref)
+
     async def aclose(self) -> None:
         """Close this process's sockets; the browsers live on (stateless reattach)."""
         lives, self._live = list(self._live.values()), {}
