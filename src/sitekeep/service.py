@@ -371,7 +371,9 @@ class Service:
                 captured on leave (slower; the reference the fast path must equal).
 
         Returns:
-            ``{url, title, saved: {cookies, sites, skipped}, uri}`` — never a value.
+            ``{url, title, saved: {cookies, sites, skipped, spare_reads}, uri}`` — never a
+            value; ``spare_reads`` counts the origins read through the spare tab (the rest
+            were read live or copied on leave).
 
         Raises:
             SnapshotTooLarge: the cookies alone pass the cap; the old snapshot stands.
@@ -405,6 +407,7 @@ class Service:
                 "sites": [o for o in order if o in snapshot.origins]
                 + sorted(set(snapshot.origins) - set(order)),
                 "skipped": [{"site": s.site, "reason": s.reason} for s in skipped],
+                "spare_reads": read.spare_reads,
             }
             return Landing({"saved": saved, "uri": self._site_data_uri(record.key)}, page)
 
@@ -431,6 +434,16 @@ class Service:
                 "uri": self._site_data_uri(key),
             },
         }
+
+    async def live_browser(self, who: Principal, key: str) -> LiveBrowser | None:
+        """The session's live browser as it is now (no reopen), or None: for tools that
+        drive it directly — tests, and later the live view (SPEC §10)."""
+        record = await self._require(who, key)
+        return await self.browsers.attach(record.browser) if record.browser else None
+
+    async def record(self, who: Principal, key: str) -> SessionRecord:
+        """The session record (history included) — the admin surface, not the agent's."""
+        return await self._require(who, key)
 
     async def close_browser(self, who: Principal, key: str) -> dict[str, Any]:
         """Close the session's browser; the record, history and snapshot stay."""

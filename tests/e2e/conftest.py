@@ -10,11 +10,15 @@ import httpx
 import pytest
 
 from sitekeep.api.app import create_app
+from sitekeep.browser.live import LiveBrowser
 from sitekeep.config import Settings
+from sitekeep.model import Principal, SiteData
 from sitekeep.service import Service
 from sitekeep.stores.sql import TokenStore
 
 pytestmark = pytest.mark.anyio
+
+WHO = Principal("t1", "agent", "member")
 
 
 @dataclass
@@ -49,6 +53,17 @@ class Api:
         result: dict[str, Any] = await self.call("DELETE", f"/v1/sessions/{key}/browser")
         return result
 
+    async def browser(self, key: str) -> LiveBrowser:
+        """The session's live browser, to drive a page the way a person would."""
+        live = await self.service.live_browser(WHO, key)
+        assert live is not None, f"session {key} has no live browser"
+        return live
+
+    async def snapshot(self, key: str) -> SiteData:
+        stored = await self.service._load_snapshot(WHO.tenant, key)
+        assert stored is not None, f"session {key} has no snapshot"
+        return stored
+
 
 ApiFactory = Callable[..., Any]
 
@@ -63,7 +78,7 @@ async def make_api(settings: Settings) -> AsyncIterator[ApiFactory]:
         lifespan = app.router.lifespan_context(app)
         await lifespan.__aenter__()
         tokens: TokenStore = app.state.tokens
-        token = tokens.create("t1", "agent", "member")
+        token = tokens.create(WHO.tenant, WHO.subject, WHO.role)
         http = httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app),
             base_url="http://sitekeep.test",

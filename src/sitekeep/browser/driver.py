@@ -82,14 +82,18 @@ def create_session(endpoint: str, spec: SessionSpec) -> BrowserRef:
     """
     from selenium import webdriver
     from selenium.common.exceptions import WebDriverException
+    from urllib3.exceptions import HTTPError
 
     if spec.kind != "chromium":
         raise BrowserUnavailable(f"browser {spec.kind!r} is not available yet")
     started = time.time()
     try:
         driver = webdriver.Remote(command_executor=endpoint, options=_chromium_options(spec))
-    except (WebDriverException, OSError) as exc:
-        raise BrowserUnavailable(f"the WebDriver server refused a new browser: {exc}") from exc
+    except (WebDriverException, OSError, HTTPError) as exc:
+        reason = type(exc).__name__
+        raise BrowserUnavailable(
+            f"the WebDriver server at {endpoint} gave no browser: {reason}"
+        ) from exc
     ws_url = driver.caps.get("webSocketUrl")
     if not isinstance(ws_url, str):
         raise BrowserUnavailable("the WebDriver server gave no BiDi webSocketUrl")

@@ -66,11 +66,26 @@ class LiveBrowser:
         return json.loads(result["result"]["value"])
 
     async def page_info(self, context: str | None = None) -> PageInfo:
-        """The URL and title of ``context`` (the main tab)."""
-        info = await self.evaluate_json(
-            "() => JSON.stringify([location.href, document.title])", context=context
-        )
-        return PageInfo(str(info[0]), str(info[1]))
+        """The URL and title of ``context`` (the main tab).
+
+        A page in the middle of replacing its document (a reload, a script navigation)
+        has no realm to run in for a moment: that ``unknown error`` is retried until the
+        BiDi timeout.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.conn.timeout
+        while True:
+            try:
+                info = await self.evaluate_json(
+                    "() => JSON.stringify([location.href, document.title])", context=context
+                )
+                return PageInfo(str(info[0]), str(info[1]))
+            except BidiTimeout:
+                raise
+            except BidiError as exc:
+                if exc.code != "unknown error" or loop.time() > deadline:
+                    raise
+                await asyncio.sleep(0.02)
 
     async def navigate(self, url: str, context: str | None = None) -> PageInfo:
         """``browsingContext.navigate`` with ``wait: complete``; returns where it landed."""

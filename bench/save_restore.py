@@ -1,0 +1,548 @@
+"""sitekeep vs Playwright: saving and restoring site data on the same Chromium.
+
+What is measured (medians of ``--runs`` runs per size, after one discarded warm-up run;
+sitekeep and Playwright alternate run by run in one process, so machine noise hits both):
+
+* **save** — N origins ``http://o{i}.example.test:<port>`` (i < N), each holding 10
+  localStorage keys (30-character dummy values) and 3 cookies set by the fixture server:
+  ``h{i}`` httpOnly, ``p{i}`` persistent (Max-Age), and from o0 ``shared``
+  (``Domain=example.test``; the other origins set a host-only session cookie ``s{i}``
+  instead), so the jar holds 3·N cookies. Both tools visit the same pages in the same
+  order (every origin's three ``/__fixture/cookie`` pages, then its ``/__fixture/ls``
+  page; the last origin's page stays open). sitekeep: ``Service.save_site_data`` on that
+  session's browser (reads, composes, seals and stores the snapshot). Playwright:
+  ``context.storage_state()`` on one context with one page.
+* **save full=True** — ``save_site_data(..., full=True)``: every origin read through the
+  spare tab, ignoring the copies captured on leave. Same Playwright column.
+* **restore + land** — sitekeep: a fresh browser (``service.browsers.start``, not timed),
+  then ``engine.restore(live, snapshot, o0/__fixture/page?title=landed)``. Playwright: on
+  an already-launched browser, ``new_context(storage_state=state)`` + ``new_page()`` +
+  ``goto(land)``. Each run is checked after the clock stops: title ``landed``,
+  ``localStorage.length == 10`` on o0, 3·N cookies in the jar.
+* **open_session** — the whole reopen. sitekeep: ``open_session`` on a session whose
+  browser was closed, with a saved snapshot (chromedriver session + Chromium start +
+  restore + land). Playwright: ``chromium.launch`` + ``new_context(storage_state)`` +
+  ``new_page`` + ``goto``. Same checks.
+
+Both browsers are ``/usr/bin/chromium``, headless, with the same flags and host rules
+(sitekeep adds its own defaults, e.g. ``--window-size``); Playwright is never installed
+with ``playwright install``. Raw per-run values go to ``bench/results/`` (gitignored).
+
+Run::
+
+    .venv/bin/python bench/save_restore.py [--runs 7] [--sizes 1,5,20,50] [--phases]
+
+``--phases`` adds, per size, one traced sitekeep run of each operation and prints where
+the time goes (each engine step and every BiDi command: calls, summed and wall time).
+
+Targets: save of 20 origins ≤ ⅓ of Playwright's ``storage_state()`` time (ratio ≤ 0.33);
+restore + land ≤ ½ of Playwright's (ratio ≤ 0.50).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fixtures.sites import Sites, start_sites  # noqa: E402
+from playwright.async_api import Browser, Playwright, async_playwright  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+import sitekeep.browser.manager as manager_mod  # noqa: E402
+import sitekeep.service as service_mod  # noqa: E402
+from sitekeep import sitedata  # noqa: E402
+from sitekeep.browser import engine  # noqa: E402
+from sitekeep.browser.bidi import BidiConnection  # noqa: E402
+from sitekeep.browser.live import LiveBrowser  # noqa: E402
+from sitekeep.browser.manager import BrowserManager  # noqa: E402
+from sitekeep.browser.spare import SpareResponder  # noqa: E402
+from sitekeep.config import Settings  # noqa: E402
+from sitekeep.model import Principal, SiteData  # noqa: E402
+from sitekeep.service import Service  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-gpu",
+    "--host-resolver-rules=MAP *.example.test 127.0.0.1",
+]
+WHO = Principal("bench", "bench")
+KEYS_PER_ORIGIN = 10
+TARGETS = {"save": (20, 1 / 3), "restore + land": (None, 1 / 2)}
+"""operation → (the size the target applies to, None for every size; the highest ratio)."""
+
+console = Console()
+
+
+# -- the workload ---------------------------------------------------------------------------
+
+
+def origin(sites: Sites, i: int) -> str:
+    return f"http://o{i}.example.test:{sites.port}"
+
+
+def dummy(label: str) -> str:
+    return f"dummy-{label}-".ljust(30, "x")
+
+
+def setup_pages(sites: Sites, n: int) -> list[str]:
+    """Every page both tools visit, in order: per origin 3 cookie pages, then its LS page."""
+    urls: list[str] = []
+    for i in range(n):
+        base = origin(sites, i)
+        third = (
+            ("shared", "Domain=example.test; Path=/; Max-Age=86400")
+            if i == 0
+            else (f"s{i}", "Path=/")
+        )
+        for name, attrs in ((f"h{i}", "HttpOnly; Path=/"), (f"p{i}", "Path=/; Max-Age=86400"), third):
+            query = urlencode({"name": name, "value": dummy(f"c{i}-{name}"), "attrs": attrs})
+            urls.append(f"{base}/__fixture/cookie?{query}")
+        pairs = [(f"k{k}", dummy(f"o{i}-k{k}")) for k in range(KEYS_PER_ORIGIN)]
+        urls.append(f"{base}/__fixture/ls?{urlencode(pairs)}")
+    return urls
+
+
+def land_url(sites: Sites) -> str:
+    return f"{origin(sites, 0)}/__fixture/page?title=landed"
+
+
+def check(ok: bool, what: str) -> None:
+    if not ok:
+        raise AssertionError(f"verification failed: {what}")
+
+
+# -- results --------------------------------------------------------------------------------
+
+
+@dataclass
+class Series:
+    """Per-run wall times (ms) of one operation at one size, for both tools."""
+
+    sitekeep: list[float] = field(default_factory=list)
+    playwright: list[float] = field(default_factory=list)
+    warmup: dict[str, float] = field(default_factory=dict)
+    detail: dict[str, list[Any]] = field(default_factory=dict)
+
+    def note(self, name: str, value: Any) -> None:
+        self.detail.setdefault(name, []).append(value)
+
+
+def ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000
+
+
+async def interleave(
+    runs: int,
+    series: Series,
+    sk: Callable[[], Awaitable[float]],
+    pw: Callable[[], Awaitable[float]],
+) -> None:
+    """One warm-up of each, then ``runs`` of each, alternating which goes first."""
+    series.warmup = {"sitekeep": await sk(), "playwright": await pw()}
+    for r in range(runs):
+        pair = ((sk, series.sitekeep), (pw, series.playwright))
+        for fn, out in pair if r % 2 == 0 else reversed(pair):
+            out.append(await fn())
+
+
+# -- one size -------------------------------------------------------------------------------
+
+
+@dataclass
+class Bench:
+    sites: Sites
+    service: Service
+    pw: Playwright
+    pw_browser: Browser
+    runs: int
+
+    def pw_launch(self) -> Awaitable[Browser]:
+        return self.pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+
+    async def size(self, n: int, phases: bool) -> dict[str, Series]:
+        key = f"n{n}"
+        pages = setup_pages(self.sites, n)
+        land = land_url(self.sites)
+        service = self.service
+
+        # The same pages, in the same order, in both tools.
+        await service.open_session(WHO, key=key)
+        for url in pages:
+            await service.navigate(WHO, key, url)
+        context = await self.pw_browser.new_context()
+        page = await context.new_page()
+        for url in pages:
+            await page.goto(url)
+        check(await page.title() == f"LS o{n - 1}.example.test {KEYS_PER_ORIGIN}", "setup page")
+
+        out: dict[str, Series] = {}
+
+        async def sk_save(full: bool, series: Series) -> float:
+            start = time.perf_counter()
+            result = await service.save_site_data(WHO, key, full=full)
+            took = ms(start)
+            saved = result["saved"]
+            check(saved["cookies"] == 3 * n, f"sitekeep saved {saved['cookies']} cookies")
+            check(len(saved["sites"]) == n and not saved["skipped"], "sitekeep saved sites")
+            series.note("spare_reads", saved.get("spare_reads"))
+            return took
+
+        state: dict[str, Any] = {}
+
+        async def pw_save() -> float:
+            start = time.perf_counter()
+            got = await context.storage_state()
+            took = ms(start)
+            check(len(got["cookies"]) == 3 * n, f"Playwright saved {len(got['cookies'])} cookies")
+            check(
+                len(got["origins"]) == n
+                and all(len(o["localStorage"]) == KEYS_PER_ORIGIN for o in got["origins"]),
+                "Playwright saved origins",
+            )
+            state.clear()
+            state.update(got)
+            return took
+
+        full = out["save full=True"] = Series()
+        await interleave(self.runs, full, lambda: sk_save(True, full), pw_save)
+        fast = out["save"] = Series()
+        await interleave(self.runs, fast, lambda: sk_save(False, fast), pw_save)
+        if phases:
+            await self.trace(f"save full=True, N={n}", lambda: sk_save(True, Series()))
+            await self.trace(f"save, N={n}", lambda: sk_save(False, Series()))
+        await context.close()
+        await service.close_browser(WHO, key)
+        snapshot = await service._load_snapshot(WHO.tenant, key)
+        assert snapshot is not None
+
+        restore = out["restore + land"] = Series()
+
+        async def sk_restore() -> float:
+            live = await service.browsers.start("chromium")
+            try:
+                start = time.perf_counter()
+                report = await engine.restore(live, snapshot, land, now=time.time())
+                took = ms(start)
+                check(not report.skipped, f"sitekeep restore skipped {report.skipped}")
+                await self.verify_sitekeep(live, n)
+            finally:
+                await service.browsers.close(live.ref)
+            return took
+
+        async def pw_restore() -> float:
+            start = time.perf_counter()
+            ctx = await self.pw_browser.new_context(storage_state=state)  # type: ignore[arg-type]
+            t_ctx = ms(start)
+            page = await ctx.new_page()
+            t_page = ms(start)
+            await page.goto(land)
+            took = ms(start)
+            restore.note("pw new_context", t_ctx)
+            restore.note("pw new_page", t_page - t_ctx)
+            restore.note("pw goto", took - t_page)
+            await self.verify_playwright(ctx, page, n)
+            await ctx.close()
+            return took
+
+        await interleave(self.runs, restore, sk_restore, pw_restore)
+        if phases:
+            await self.trace(f"restore + land, N={n}", sk_restore)
+
+        opened = out["open_session"] = Series()
+
+        async def sk_open() -> float:
+            await service.close_browser(WHO, key)
+            start = time.perf_counter()
+            result = await service.open_session(WHO, key=key, url=land)
+            took = ms(start)
+            check(result["title"] == "landed", f"sitekeep landed on {result['title']!r}")
+            check(not result["site_data"]["skipped"], "sitekeep open_session skipped")
+            record = await service._load(WHO.tenant, key)
+            assert record is not None and record.browser is not None
+            live = await service.browsers.attach(record.browser)
+            assert live is not None
+            await self.verify_sitekeep(live, n)
+            return took
+
+        async def pw_open() -> float:
+            start = time.perf_counter()
+            browser = await self.pw_launch()
+            try:
+                ctx = await browser.new_context(storage_state=state)  # type: ignore[arg-type]
+                page = await ctx.new_page()
+                await page.goto(land)
+                took = ms(start)
+                await self.verify_playwright(ctx, page, n)
+            finally:
+                await browser.close()
+            return took
+
+        await interleave(self.runs, opened, sk_open, pw_open)
+        if phases:
+            await self.trace(f"open_session, N={n}", sk_open)
+        await service.close_browser(WHO, key)
+        return out
+
+    @staticmethod
+    async def verify_sitekeep(live: LiveBrowser, n: int) -> None:
+        title = (await live.page_info()).title
+        length = await live.evaluate_json("() => JSON.stringify(localStorage.length)")
+        jar = await engine.read_cookies(live)
+        check(title == "landed", f"sitekeep title {title!r}")
+        check(length == KEYS_PER_ORIGIN, f"sitekeep localStorage.length {length}")
+        check(len(jar) == 3 * n, f"sitekeep jar holds {len(jar)} cookies")
+
+    @staticmethod
+    async def verify_playwright(ctx: Any, page: Any, n: int) -> None:
+        title = await page.title()
+        length = await page.evaluate("localStorage.length")
+        jar = await ctx.cookies()
+        check(title == "landed", f"Playwright title {title!r}")
+        check(length == KEYS_PER_ORIGIN, f"Playwright localStorage.length {length}")
+        check(len(jar) == 3 * n, f"Playwright jar holds {len(jar)} cookies")
+
+    async def trace(self, label: str, run: Callable[[], Awaitable[float]]) -> None:
+        tracer = Tracer()
+        with tracer.active():
+            took = await run()
+        tracer.print(label, took)
+
+
+# -- phase tracing (monkeypatched wrappers; src is untouched) -------------------------------
+
+
+@dataclass
+class Tracer:
+    """Records every BiDi command and the engine/service steps of one run."""
+
+    events: list[tuple[str, float, float]] = field(default_factory=list)
+    """(label, start offset ms, duration ms)."""
+    origin: float = field(default_factory=time.perf_counter)
+
+    def _record(self, label: str, start: float) -> None:
+        end = time.perf_counter()
+        self.events.append((label, (start - self.origin) * 1000, (end - start) * 1000))
+
+    def _wrap_async(self, fn: Any, label: str) -> Any:
+        @functools.wraps(fn)
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                self._record(label, start)
+
+        return wrapper
+
+    def _wrap_sync(self, fn: Any, label: str) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._record(label, start)
+
+        return wrapper
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        tracer = self
+        orig_send = BidiConnection.send
+
+        async def send(conn: BidiConnection, method: str, params: Any = None, **kw: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return await orig_send(conn, method, params, **kw)
+            finally:
+                tracer._record(f"bidi {method}", start)
+
+        steps_async: list[tuple[Any, str, str]] = [
+            (engine, "_restore_cookies", "restore: cookies (setCookie ×N + getCookies)"),
+            (engine, "_restore_storage", "restore: storage (spare pages in main tab)"),
+            (engine, "_write_site", "restore:   one site (spare nav + writes)"),
+            (engine, "_visit_written", "restore:   getTree + writes"),
+            (engine, "read_cookies", "read_cookies (getCookies)"),
+            (engine, "_live_reads", "save: live reads (getTree + READ per context)"),
+            (engine, "_spare_read", "save: spare tab loop (create..close)"),
+            (engine, "_visit", "save:   spare visit (nav + getTree + READ)"),
+            (service_mod, "save_read", "save: engine.save_read"),
+            (service_mod, "restore", "open: engine.restore"),
+            (LiveBrowser, "replace", "LiveBrowser.replace (location.replace + load)"),
+            (LiveBrowser, "page_info", "LiveBrowser.page_info"),
+            (SpareResponder, "__aenter__", "spare: enter (subscribe + addIntercept)"),
+            (SpareResponder, "_teardown", "spare: exit (removeIntercept + unsubscribe)"),
+            (Service, "_require", "service: load record"),
+            (Service, "_load_snapshot", "service: load + open snapshot"),
+            (Service, "_put_snapshot", "service: seal + store snapshot"),
+            (Service, "_put", "service: store record"),
+            (Service, "_reusable", "service: attach old browser"),
+            (Service, "close_browser", "service: close_browser"),
+            (BrowserManager, "start", "browser start (session + BiDi wiring)"),
+            (BrowserManager, "endpoint", "browser start:   chromedriver endpoint"),
+            (BrowserManager, "_wire", "browser start:   BiDi connect + subscribe + preload"),
+        ]
+        steps_sync: list[tuple[Any, str, str]] = [
+            (sitedata, "compose", "service: compose snapshot"),
+            (manager_mod, "create_session", "browser start:   WebDriver new session"),
+        ]
+        saved: list[tuple[Any, str, Any]] = []
+        try:
+            BidiConnection.send = send  # type: ignore[method-assign]
+            for obj, name, label in steps_async:
+                saved.append((obj, name, getattr(obj, name)))
+                setattr(obj, name, self._wrap_async(getattr(obj, name), label))
+            for obj, name, label in steps_sync:
+                saved.append((obj, name, getattr(obj, name)))
+                setattr(obj, name, self._wrap_sync(getattr(obj, name), label))
+            self.origin = time.perf_counter()
+            yield
+        finally:
+            BidiConnection.send = orig_send  # type: ignore[method-assign]
+            for obj, name, orig in reversed(saved):
+                setattr(obj, name, orig)
+
+    def print(self, label: str, took: float) -> None:
+        table = Table(title=f"phases: {label} (this run {took:.0f} ms, timed part)")
+        for col in ("step / BiDi command", "calls", "first at ms", "sum ms", "wall ms"):
+            table.add_column(col, justify="left" if col.startswith("step") else "right")
+        groups: dict[str, list[tuple[float, float]]] = {}
+        for name, start, dur in self.events:
+            groups.setdefault(name, []).append((start, dur))
+        for name, spans in sorted(groups.items(), key=lambda kv: min(s for s, _ in kv[1])):
+            first = min(s for s, _ in spans)
+            wall = max(s + d for s, d in spans) - first
+            total = sum(d for _, d in spans)
+            table.add_row(name, str(len(spans)), f"{first:.1f}", f"{total:.1f}", f"{wall:.1f}")
+        console.print(table)
+
+
+# -- report ---------------------------------------------------------------------------------
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def print_tables(results: dict[int, dict[str, Series]]) -> list[str]:
+    verdicts: list[str] = []
+    operations = list(next(iter(results.values())).keys())
+    titles = {
+        "save": "save: sitekeep save_site_data vs Playwright context.storage_state()",
+        "save full=True": "save full=True (every origin via the spare tab) vs storage_state()",
+        "restore + land": "restore + land into an already-started browser",
+        "open_session": "open_session (browser start + restore + land) vs launch + restore",
+    }
+    for op in ("save", "save full=True", "restore + land", "open_session"):
+        if op not in operations:
+            continue
+        table = Table(title=titles[op])
+        for col in ("N", "sitekeep median ms", "Playwright median ms", "ratio sk/pw", "n"):
+            table.add_column(col, justify="right")
+        for n, by_op in results.items():
+            s = by_op[op]
+            sk, pw = median(s.sitekeep), median(s.playwright)
+            ratio = sk / pw
+            table.add_row(str(n), f"{sk:.0f}", f"{pw:.0f}", f"{ratio:.2f}", str(len(s.sitekeep)))
+            if op in TARGETS:
+                at, limit = TARGETS[op]
+                if at is None or at == n:
+                    ok = "met" if ratio <= limit else "MISSED"
+                    verdicts.append(f"target {op} N={n}: ratio {ratio:.2f} ≤ {limit:.2f} {ok}")
+        console.print(table)
+    for line in verdicts:
+        console.print(line)
+    return verdicts
+
+
+async def main(runs: int, sizes: list[int], phases: bool) -> None:
+    logging.getLogger("selenium").setLevel(logging.WARNING)
+    sites = start_sites()
+    tmp = tempfile.TemporaryDirectory(prefix="sitekeep-bench-")
+    settings = Settings(
+        data_dir=Path(tmp.name), browser_args=tuple(FLAGS), session_store="memory://"
+    )
+    service = Service.from_settings(settings)
+    results: dict[int, dict[str, Series]] = {}
+    started = time.time()
+    try:
+        async with async_playwright() as pw:
+            pw_browser = await pw.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=FLAGS
+            )
+            bench = Bench(sites, service, pw, pw_browser, runs)
+            for n in sizes:
+                console.print(f"[dim]N={n}: {n * 4} setup pages per tool, {runs} runs…[/dim]")
+                results[n] = await bench.size(n, phases)
+            browser_version = pw_browser.version
+            await pw_browser.close()
+    finally:
+        await service.browsers.close_all()
+        if service.browsers.local_driver is not None:
+            service.browsers.local_driver.stop()
+        await service.aclose()
+        sites.stop()
+        tmp.cleanup()
+    verdicts = print_tables(results)
+    out_dir = ROOT / "bench" / "results"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"save_restore-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    payload = {
+        "started": started,
+        "runs": runs,
+        "sizes": sizes,
+        "chromium": browser_version,
+        "flags": FLAGS,
+        "verdicts": verdicts,
+        "results": {
+            str(n): {
+                op: {
+                    "sitekeep_ms": s.sitekeep,
+                    "playwright_ms": s.playwright,
+                    "warmup_ms": s.warmup,
+                    "detail": s.detail,
+                }
+                for op, s in by_op.items()
+            }
+            for n, by_op in results.items()
+        },
+    }
+    path.write_text(json.dumps(payload, indent=1), encoding="utf-8")
+    console.print(f"raw values: {path.relative_to(ROOT)}")
+
+
+def cli() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--sizes", default="1,5,20,50")
+    parser.add_argument("--phases", action="store_true", help="trace one run per operation")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    asyncio.run(main(args.runs, sizes, args.phases))
+
+
+if __name__ == "__main__":
+    cli()
