@@ -60,13 +60,13 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fixtures.sites import Sites, start_sites  # noqa: E402
 from playwright.async_api import Browser, Playwright, async_playwright  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 import sitekeep.browser.manager as manager_mod  # noqa: E402
 import sitekeep.service as service_mod  # noqa: E402
+from fixtures.sites import Sites, start_sites  # noqa: E402
 from sitekeep import sitedata  # noqa: E402
 from sitekeep.browser import engine  # noqa: E402
 from sitekeep.browser.bidi import BidiConnection  # noqa: E402
@@ -74,7 +74,7 @@ from sitekeep.browser.live import LiveBrowser  # noqa: E402
 from sitekeep.browser.manager import BrowserManager  # noqa: E402
 from sitekeep.browser.spare import SpareResponder  # noqa: E402
 from sitekeep.config import Settings  # noqa: E402
-from sitekeep.model import Principal, SiteData  # noqa: E402
+from sitekeep.model import Principal  # noqa: E402
 from sitekeep.service import Service  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -117,7 +117,11 @@ def setup_pages(sites: Sites, n: int) -> list[str]:
             if i == 0
             else (f"s{i}", "Path=/")
         )
-        for name, attrs in ((f"h{i}", "HttpOnly; Path=/"), (f"p{i}", "Path=/; Max-Age=86400"), third):
+        for name, attrs in (
+            (f"h{i}", "HttpOnly; Path=/"),
+            (f"p{i}", "Path=/; Max-Age=86400"),
+            third,
+        ):
             query = urlencode({"name": name, "value": dummy(f"c{i}-{name}"), "attrs": attrs})
             urls.append(f"{base}/__fixture/cookie?{query}")
         pairs = [(f"k{k}", dummy(f"o{i}-k{k}")) for k in range(KEYS_PER_ORIGIN)]
@@ -178,6 +182,21 @@ class Bench:
     pw: Playwright
     pw_browser: Browser
     runs: int
+    tracer: Tracer | None = None
+
+    def clock(self) -> float:
+        """Start of a sitekeep timed part (marks the traced window)."""
+        now = time.perf_counter()
+        if self.tracer is not None:
+            self.tracer.begin = now
+        return now
+
+    def lap(self, start: float) -> float:
+        """End of a sitekeep timed part: milliseconds since ``start``."""
+        now = time.perf_counter()
+        if self.tracer is not None:
+            self.tracer.end = now
+        return (now - start) * 1000
 
     def pw_launch(self) -> Awaitable[Browser]:
         return self.pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
@@ -201,9 +220,9 @@ class Bench:
         out: dict[str, Series] = {}
 
         async def sk_save(full: bool, series: Series) -> float:
-            start = time.perf_counter()
+            start = self.clock()
             result = await service.save_site_data(WHO, key, full=full)
-            took = ms(start)
+            took = self.lap(start)
             saved = result["saved"]
             check(saved["cookies"] == 3 * n, f"sitekeep saved {saved['cookies']} cookies")
             check(len(saved["sites"]) == n and not saved["skipped"], "sitekeep saved sites")
@@ -243,9 +262,9 @@ class Bench:
         async def sk_restore() -> float:
             live = await service.browsers.start("chromium")
             try:
-                start = time.perf_counter()
+                start = self.clock()
                 report = await engine.restore(live, snapshot, land, now=time.time())
-                took = ms(start)
+                took = self.lap(start)
                 check(not report.skipped, f"sitekeep restore skipped {report.skipped}")
                 await self.verify_sitekeep(live, n)
             finally:
@@ -275,9 +294,9 @@ class Bench:
 
         async def sk_open() -> float:
             await service.close_browser(WHO, key)
-            start = time.perf_counter()
+            start = self.clock()
             result = await service.open_session(WHO, key=key, url=land)
-            took = ms(start)
+            took = self.lap(start)
             check(result["title"] == "landed", f"sitekeep landed on {result['title']!r}")
             check(not result["site_data"]["skipped"], "sitekeep open_session skipped")
             record = await service._load(WHO.tenant, key)
@@ -325,9 +344,12 @@ class Bench:
         check(len(jar) == 3 * n, f"Playwright jar holds {len(jar)} cookies")
 
     async def trace(self, label: str, run: Callable[[], Awaitable[float]]) -> None:
-        tracer = Tracer()
-        with tracer.active():
-            took = await run()
+        self.tracer = tracer = Tracer()
+        try:
+            with tracer.active():
+                took = await run()
+        finally:
+            self.tracer = None
         tracer.print(label, took)
 
 
@@ -339,12 +361,14 @@ class Tracer:
     """Records every BiDi command and the engine/service steps of one run."""
 
     events: list[tuple[str, float, float]] = field(default_factory=list)
-    """(label, start offset ms, duration ms)."""
+    """(label, start, duration), perf_counter seconds."""
     origin: float = field(default_factory=time.perf_counter)
+    begin: float | None = None
+    """Where the timed part starts and ends (set by the run through :meth:`Bench.clock`)."""
+    end: float | None = None
 
     def _record(self, label: str, start: float) -> None:
-        end = time.perf_counter()
-        self.events.append((label, (start - self.origin) * 1000, (end - start) * 1000))
+        self.events.append((label, start, time.perf_counter() - start))
 
     def _wrap_async(self, fn: Any, label: str) -> Any:
         @functools.wraps(fn)
@@ -426,17 +450,38 @@ class Tracer:
                 setattr(obj, name, orig)
 
     def print(self, label: str, took: float) -> None:
-        table = Table(title=f"phases: {label} (this run {took:.0f} ms, timed part)")
-        for col in ("step / BiDi command", "calls", "first at ms", "sum ms", "wall ms"):
-            table.add_column(col, justify="left" if col.startswith("step") else "right")
-        groups: dict[str, list[tuple[float, float]]] = {}
-        for name, start, dur in self.events:
-            groups.setdefault(name, []).append((start, dur))
-        for name, spans in sorted(groups.items(), key=lambda kv: min(s for s, _ in kv[1])):
-            first = min(s for s, _ in spans)
-            wall = max(s + d for s, d in spans) - first
-            total = sum(d for _, d in spans)
-            table.add_row(name, str(len(spans)), f"{first:.1f}", f"{total:.1f}", f"{wall:.1f}")
+        """A timeline of the timed part: each step nested in the one that encloses it;
+        pipelined BiDi commands of one method are one row (×k: wall time, then their sum)."""
+        begin, end = self.begin or self.origin, self.end or float("inf")
+        events = sorted(
+            ((n, s, d) for n, s, d in self.events if begin <= s and s + d <= end),
+            key=lambda e: (e[1], -e[2]),
+        )
+        rows: list[list[Any]] = []  # [name, start, end, count, sum]
+        for name, start, dur in events:
+            last = rows[-1] if rows else None
+            if last and name.startswith("bidi ") and last[0] == name and start < last[2]:
+                last[2] = max(last[2], start + dur)
+                last[3] += 1
+                last[4] += dur
+            else:
+                rows.append([name, start, start + dur, 1, dur])
+        table = Table(title=f"phases: {label} — timed part {took:.0f} ms")
+        table.add_column("at ms", justify="right")
+        table.add_column("took ms", justify="right")
+        table.add_column("step / BiDi command")
+        open_ends: list[float] = []
+        for name, start, stop, count, total in rows:
+            while open_ends and open_ends[-1] <= start:
+                open_ends.pop()
+            depth = len(open_ends)
+            open_ends.append(stop)
+            extra = f" ×{count} (sum {total:.0f} ms)" if count > 1 else ""
+            table.add_row(
+                f"{(start - begin) * 1000:.1f}",
+                f"{(stop - start) * 1000:.1f}",
+                "  " * depth + name + extra,
+            )
         console.print(table)
 
 

@@ -28,7 +28,13 @@ import httpx
 from sitekeep.errors import BrowserUnavailable
 from sitekeep.model import BrowserKind, BrowserRef
 
-__all__ = ["LocalChromedriver", "SessionSpec", "create_session", "delete_session"]
+__all__ = [
+    "LocalChromedriver",
+    "SessionSpec",
+    "create_session",
+    "delete_session",
+    "session_alive",
+]
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +120,23 @@ async def delete_session(endpoint: str, session_id: str, *, timeout: float = 10.
             await client.delete(f"{endpoint.rstrip('/')}/session/{session_id}")
     except httpx.HTTPError as exc:
         log.info("ending WebDriver session failed: %s", type(exc).__name__)
+
+
+async def session_alive(endpoint: str, session_id: str, *, timeout: float = 5.0) -> bool:
+    """Whether the WebDriver session still exists (W3C WebDriver §Get Window Handle).
+
+    Asked before opening a BiDi socket to it: chromedriver leaves a socket to a gone
+    session hanging instead of refusing it.
+
+    Raises:
+        BrowserUnavailable: the WebDriver server itself cannot be reached.
+    """
+    try:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            reply = await client.get(f"{endpoint.rstrip('/')}/session/{session_id}/window")
+    except httpx.HTTPError as exc:
+        raise BrowserUnavailable(f"the WebDriver server at {endpoint} cannot be reached") from exc
+    return reply.status_code == 200
 
 
 def _free_port() -> int:

@@ -15,7 +15,13 @@ from dataclasses import replace
 import anyio.to_thread
 
 from sitekeep.browser.bidi import BidiConnection
-from sitekeep.browser.driver import LocalChromedriver, SessionSpec, create_session, delete_session
+from sitekeep.browser.driver import (
+    LocalChromedriver,
+    SessionSpec,
+    create_session,
+    delete_session,
+    session_alive,
+)
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.scripts import CHANNEL, PRELOAD
 from sitekeep.browser.tracker import LeaveTracker
@@ -73,7 +79,10 @@ class BrowserManager:
         cached = self._live.get(ref.generation)
         if cached is not None and not cached.conn.closed:
             return cached
+        self._live.pop(ref.generation, None)
         try:
+            if not await session_alive(ref.endpoint, ref.session_id):
+                return None
             return await self._wire(ref, LeaveTracker(), install=False)
         except BidiError as exc:
             if exc.code in _GONE:

@@ -1,0 +1,166 @@
+"""``sitekeep.errors`` (the public tree) and ``sitekeep.api.errors`` (its HTTP table, SPEC §5)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import pytest
+from fastapi import FastAPI
+from pydantic import BaseModel
+from starlette.exceptions import StarletteDeprecationWarning
+
+with warnings.catch_warnings():
+    # Starlette 1.10 warns once, at import, that its TestClient prefers the httpx2 package;
+    # the project depends on httpx. Only that one warning is let through.
+    warnings.filterwarnings(
+        "ignore", message=r".*install `httpx2`", category=StarletteDeprecationWarning
+    )
+    from fastapi.testclient import TestClient
+
+import sitekeep.errors as errors_module
+from sitekeep.api.errors import install_error_handlers
+from sitekeep.errors import (
+    BidiError,
+    BidiTimeout,
+    BrowserUnavailable,
+    CapacityExceeded,
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NavigationFailed,
+    NoHistoryEntry,
+    NotFound,
+    SitekeepError,
+    SnapshotTooLarge,
+    StoreUnavailable,
+    Unauthorized,
+)
+
+# One instance of every public error, and the status SPEC §5 / errors.py give it.
+CASES: dict[str, tuple[SitekeepError, int]] = {
+    "InvalidInput": (InvalidInput("the url is refused", field="url"), 400),
+    "SnapshotTooLarge": (SnapshotTooLarge(size=2_000_000, cap=1_000_000), 400),
+    "Unauthorized": (Unauthorized("no bearer token"), 401),
+    "Forbidden": (Forbidden("admins only"), 403),
+    "NotFound": (NotFound("session", "s1"), 404),
+    "Conflict": (Conflict("the session is busy"), 409),
+    "NoHistoryEntry": (NoHistoryEntry(-1), 409),
+    "CapacityExceeded": (CapacityExceeded("too many sessions", scope="tenant"), 429),
+    "NavigationFailed": (NavigationFailed("net::ERR_NAME_NOT_RESOLVED"), 502),
+    "StoreUnavailable": (StoreUnavailable("the session store is down"), 503),
+    "BrowserUnavailable": (BrowserUnavailable("the browser is gone"), 503),
+    "BidiError": (BidiError("no such frame", "browsingContext.navigate"), 503),
+    "BidiTimeout": (BidiTimeout("script.evaluate", 5.0), 503),
+}
+
+
+class Body(BaseModel):
+    url: str
+    count: int = 0
+
+
+def raiser(error: SitekeepError) -> Callable[[], None]:
+    """A route handler that raises ``error``."""
+
+    def raise_it() -> None:
+        raise error
+
+    return raise_it
+
+
+def make_app() -> FastAPI:
+    app = FastAPI()
+    install_error_handlers(app)
+    for name, (error, _) in CASES.items():
+        app.add_api_route(f"/raise/{name}", raiser(error), methods=["GET"])
+
+    @app.post("/body")
+    def take_body(body: Body) -> dict[str, str]:
+        return {"url": body.url}
+
+    return app
+
+
+@pytest.fixture(scope="module")
+def client() -> TestClient:
+    return TestClient(make_app())
+
+
+def test_all_is_sorted_and_every_name_exists() -> None:
+    names = errors_module.__all__
+    assert names == sorted(names)
+    assert len(set(names)) == len(names)
+    for name in names:
+        assert hasattr(errors_module, name), name
+
+
+def test_all_exports_exactly_the_public_error_tree() -> None:
+    public = {
+        name
+        for name, value in vars(errors_module).items()
+        if isinstance(value, type) and issubclass(value, Exception) and not name.startswith("_")
+    }
+    assert set(errors_module.__all__) == public
+    assert all(issubclass(getattr(errors_module, n), SitekeepError) for n in public)
+
+
+def test_every_public_error_subclass_has_a_status_case() -> None:
+    subclasses = {n for n in errors_module.__all__ if n != "SitekeepError"}
+    assert subclasses == set(CASES)
+
+
+@pytest.mark.parametrize(("name", "case"), CASES.items(), ids=list(CASES))
+def test_each_error_maps_to_its_spec_status_and_body_shape(
+    client: TestClient, name: str, case: tuple[SitekeepError, int]
+) -> None:
+    error, status = case
+    reply = client.get(f"/raise/{name}")
+    assert reply.status_code == status
+    body = reply.json()
+    assert set(body) == {"error"}
+    assert body["error"]["type"] == error.type_name
+    assert body["error"]["message"] == error.message
+    field = getattr(error, "field", None)
+    assert body["error"].get("field") == field
+
+
+def test_error_types_are_distinct_names_a_client_can_branch_on() -> None:
+    types = [error.type_name for error, _ in CASES.values()]
+    assert len(set(types)) == len(types)
+
+
+def test_structured_fields_travel_in_the_body(client: TestClient) -> None:
+    assert client.get("/raise/SnapshotTooLarge").json()["error"] == {
+        "type": "snapshot_too_large",
+        "message": CASES["SnapshotTooLarge"][0].message,
+        "field": "cookies",
+        "size": 2_000_000,
+        "cap": 1_000_000,
+    }
+    assert client.get("/raise/CapacityExceeded").json()["error"]["scope"] == "tenant"
+    assert client.get("/raise/BidiError").json()["error"]["code"] == "no such frame"
+    assert client.get("/raise/BidiTimeout").json()["error"]["code"] == "timeout"
+    assert (
+        client.get("/raise/NavigationFailed").json()["error"]["reason"]
+        == "net::ERR_NAME_NOT_RESOLVED"
+    )
+
+
+def test_unauthorized_asks_for_a_bearer_token(client: TestClient) -> None:
+    assert client.get("/raise/Unauthorized").headers["www-authenticate"] == "Bearer"
+
+
+def test_a_body_validation_error_is_400_naming_the_field(client: TestClient) -> None:
+    reply = client.post("/body", json={"url": "https://a.example.test/", "count": "many"})
+    assert reply.status_code == 400
+    error = reply.json()["error"]
+    assert error["type"] == "invalid_input"
+    assert error["field"] == "count"
+    assert "count" in error["message"]
+
+
+def test_a_missing_body_field_is_400_naming_it(client: TestClient) -> None:
+    reply = client.post("/body", json={"count": 1})
+    assert reply.status_code == 400
+    assert reply.json()["error"]["field"] == "url"
