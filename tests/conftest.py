@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from fixtures.sites import Sites, start_sites
+from sitekeep.api.app import create_app
 from sitekeep.browser.driver import LocalChromedriver
 from sitekeep.config import Settings
+from sitekeep.service import Service
+from sitekeep.stores.sql import TokenStore
+from support import WHO, Api, ApiFactory
 
 HOST_RULES = '--host-resolver-rules="MAP *.example.test 127.0.0.1, MAP *.other.test 127.0.0.1"'
 
@@ -49,3 +55,38 @@ def settings(tmp_path: Path, driver_url: str) -> Settings:
 @pytest.fixture(autouse=True)
 def _quiet_selenium() -> None:
     logging.getLogger("selenium").setLevel(logging.WARNING)
+
+
+@pytest.fixture
+async def make_api(settings: Settings) -> AsyncIterator[ApiFactory]:
+    """``await make_api(**setting overrides)`` → an :class:`Api` on the real app, its
+    lifespan run, with a member token of tenant ``t1``; browsers closed at teardown."""
+    opened: list[tuple[Any, httpx.AsyncClient, Service]] = []
+
+    async def make(**overrides: Any) -> Api:
+        app = create_app(settings.model_copy(update=overrides))
+        lifespan = app.router.lifespan_context(app)
+        await lifespan.__aenter__()
+        tokens: TokenStore = app.state.tokens
+        token = tokens.create(WHO.tenant, WHO.subject, WHO.role)
+        http = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app),
+            base_url="http://sitekeep.test",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=120,
+        )
+        service: Service = app.state.service
+        opened.append((lifespan, http, service))
+        return Api(http, service)
+
+    yield make
+    for lifespan, http, service in reversed(opened):
+        await service.browsers.close_all()
+        await http.aclose()
+        await lifespan.__aexit__(None, None, None)
+
+
+@pytest.fixture
+async def api(make_api: ApiFactory) -> Api:
+    result: Api = await make_api()
+    return result

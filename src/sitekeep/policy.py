@@ -42,7 +42,7 @@ def check_url(url: str, *, own_origins: Iterable[str] = (), field: str = "url") 
     origin = origin_of(url)
     if origin is None:
         raise InvalidInput("the URL has no host", field=field)
-    if origin in set(own_origins):
+    if origin in {origin_of(o) or o for o in own_origins}:
         raise InvalidInput("the sitekeep server's own origin is off limits to agents", field=field)
     return url
 

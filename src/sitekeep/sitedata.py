@@ -104,23 +104,29 @@ def _fit(snapshot: SiteData, visit_order: Sequence[str], cap: int) -> tuple[Site
     cookies_only = base
     if cookies_only > cap:
         raise SnapshotTooLarge(size=cookies_only, cap=cap)
-    sizes = {o: json_size({o: v}) - 1 for o, v in dumped["origins"].items()}  # "o":{...},
+    sizes = {o: json_size({o: v}) - 2 for o, v in dumped["origins"].items()}  # "o":{...}
     session_size = json_size(dumped["session"]) - json_size(None) if snapshot.session else 0
-    total = base + sum(sizes.values()) + session_size
-    if total <= cap:
+    kept = len(sizes)
+    entries = sum(sizes.values())
+
+    def total() -> int:  # the commas between the kept origins count too
+        return base + entries + max(kept - 1, 0) + session_size
+
+    if total() <= cap:
         return snapshot, []
     rank = {o: i for i, o in enumerate(visit_order)}
     # Oldest first: origins not in the history at all, then the history from its tail.
     order = sorted(sizes, key=lambda o: (-rank.get(o, len(rank)), o))
     left_out: list[str] = []
     for origin in order:
-        if total <= cap:
+        if total() <= cap:
             break
-        total -= sizes[origin]
+        entries -= sizes[origin]
+        kept -= 1
         left_out.append(origin)
     origins = {o: s for o, s in snapshot.origins.items() if o not in left_out}
     session = snapshot.session
-    if total > cap and session is not None:
+    if total() > cap and session is not None:
         left_out.append(session.origin)
         session = None
     return replace(snapshot, origins=origins, session=session), left_out
@@ -142,8 +148,13 @@ def _hosts(snapshot: SiteData) -> set[str]:
     hosts.update(cookie_host(c) for c in snapshot.cookies if not c.domain.startswith("."))
     if snapshot.session is not None:
         hosts.add(host_of(snapshot.session.origin))
-    for c in snapshot.cookies:
-        if c.domain.startswith(".") and not any(covers_host(c, h) for h in hosts):
+    # Most specific domains first, so the result does not depend on the jar's order.
+    shared = sorted(
+        (c for c in snapshot.cookies if c.domain.startswith(".")),
+        key=lambda c: -c.domain.count("."),
+    )
+    for c in shared:
+        if not any(covers_host(c, h) for h in hosts):
             hosts.add(cookie_host(c))
     return hosts
 

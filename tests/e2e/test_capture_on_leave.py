@@ -18,8 +18,7 @@ import pytest
 from fixtures.sites import Sites
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.model import SiteData
-
-from .conftest import Api, ApiFactory
+from support import Api, ApiFactory
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

@@ -9,8 +9,7 @@ import pytest
 
 from fixtures.sites import Sites
 from sitekeep.browser.live import LiveBrowser
-
-from .conftest import Api
+from support import Api
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

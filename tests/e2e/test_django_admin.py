@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fixtures.django_site import DjangoSite, start_django_site
+from support import Api
 
-from .conftest import Api
 from .test_capture_on_leave import until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

@@ -12,8 +12,7 @@ from sitekeep.browser.driver import delete_session
 from sitekeep.config import Settings
 from sitekeep.model import Principal
 from sitekeep.service import INSECURE_HINT, Service
-
-from .conftest import WHO, Api
+from support import WHO, Api
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

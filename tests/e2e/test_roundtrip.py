@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fixtures.sites import Sites
-
-from .conftest import Api
+from support import Api
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

@@ -13,8 +13,7 @@ from fixtures.sites import Sites
 from sitekeep.browser.driver import LocalChromedriver
 from sitekeep.history import origin_of
 from sitekeep.model import SITE_DATA_JSON
-
-from .conftest import Api, ApiFactory
+from support import Api, ApiFactory
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

@@ -238,12 +238,6 @@ async def test_a_message_that_is_not_json_is_dropped_without_killing_the_reader(
     assert "not JSON" in caplog.text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: _dispatch calls message.get() on any JSON value, so a peer message that is "
-    "JSON but not an object raises AttributeError in the reader: the socket is marked closed "
-    "and close() re-raises it",
-)
 async def test_a_json_message_that_is_not_an_object_is_dropped_without_killing_the_reader(
     peer: Peer,
 ) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 from fastapi import FastAPI
@@ -83,8 +83,9 @@ def make_app() -> FastAPI:
 
 
 @pytest.fixture(scope="module")
-def client() -> TestClient:
-    return TestClient(make_app())
+def client() -> Iterator[TestClient]:
+    with TestClient(make_app()) as client:
+        yield client
 
 
 def test_all_is_sorted_and_every_name_exists() -> None:

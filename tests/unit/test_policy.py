@@ -75,11 +75,6 @@ def test_the_servers_own_origins_are_refused(url: str) -> None:
     assert caught.value.field == "url"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: own_origins are compared as given, not as origins, so a server on port 80 "
-    "('http://localhost:80') does not match origin_of('http://localhost/') = 'http://localhost'",
-)
 def test_own_origins_on_a_default_port_are_refused() -> None:
     with pytest.raises(InvalidInput):
         check_url("http://localhost/admin", own_origins=["http://localhost:80"])

@@ -149,11 +149,6 @@ def test_resync_taints_an_origin_with_an_untrusted_live_document_it_did_not_read
     assert tracker.copy(B, alive_docs=["frame"]) is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: resync taints origins of untrusted live docs, then _store() of the read "
-    "storage discards that taint, so a frame that may write unseen leaves a trusted copy",
-)
 def test_resync_taints_an_origin_with_an_untrusted_live_document_even_when_read() -> None:
     tracker = LeaveTracker()
     tracker.begin()

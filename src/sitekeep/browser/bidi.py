@@ -183,6 +183,9 @@ class BidiConnection:
         except ValueError:
             log.warning("dropped a BiDi message that is not JSON")
             return
+        if not isinstance(message, dict):
+            log.warning("dropped a BiDi message that is not a JSON object")
+            return
         ident = message.get("id")
         if ident is not None:
             future = self._pending.get(ident)

@@ -151,10 +151,11 @@ class LeaveTracker:
             live_docs: doc id → (origin, trusted) of every document alive at the read.
         """
         self._live = {doc: _Doc(o, t) for doc, (o, t) in live_docs.items()}
-        self._tainted = {o for o, t in live_docs.values() if not t}
+        self._tainted = set()
         for origin, local in read.items():
             if origin not in self._changed:
                 self._store(origin, dict(local))
             else:
                 self._tainted.add(origin)
+        self._tainted |= {o for o, t in live_docs.values() if not t}
         self.complete = True

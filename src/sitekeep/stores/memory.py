@@ -29,7 +29,7 @@ class MemoryStore:
         self._data[key] = (bytes(value), None if ttl is None else self._clock() + ttl)
 
     async def delete(self, *keys: str) -> int:
-        live = [k for k in keys if self._live(k) is not None]
+        live = [k for k in dict.fromkeys(keys) if self._live(k) is not None]
         for key in live:
             del self._data[key]
         return len(live)

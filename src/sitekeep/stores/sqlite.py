@@ -117,14 +117,13 @@ class SqliteStore:
         return await self._call(move)
 
     async def keys(self, prefix: str) -> list[str]:
-        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        # substr, not LIKE: SQLite's LIKE ignores ASCII case, and tenants differ by case.
+        head = sa.func.substr(_kv.c.key, 1, len(prefix))
 
         def scan() -> list[str]:
             with self._engine.connect() as conn:
                 rows = conn.execute(
-                    sa.select(_kv.c.key)
-                    .where(_kv.c.key.like(f"{escaped}%", escape="\\"), self._alive())
-                    .order_by(_kv.c.key)
+                    sa.select(_kv.c.key).where(head == prefix, self._alive()).order_by(_kv.c.key)
                 )
                 return [r[0] for r in rows]
 
