@@ -18,17 +18,27 @@ A = "https://a.example.test"
 B = "https://b.example.test"
 
 
-def message(report: Any, channel: str = CHANNEL) -> dict[str, Any]:
-    """``script.message`` params carrying ``report`` as JSON text."""
+def message(report: Any, channel: str = CHANNEL, context: str | None = None) -> dict[str, Any]:
+    """``script.message`` params carrying ``report`` as JSON text, from ``context`` (by
+    default a context of the document's own)."""
+    doc = report.get("doc") if isinstance(report, dict) else None
     return {
         "channel": channel,
         "data": {"type": "string", "value": json.dumps(report)},
-        "source": {"realm": "realm-1", "context": "ctx-1"},
+        "source": {"realm": "realm-1", "context": context or f"ctx-{doc}"},
     }
 
 
-def born(tracker: LeaveTracker, doc: str, origin: str, *, trusted: bool = True) -> None:
-    tracker.on_message(message({"t": "born", "doc": doc, "origin": origin, "trusted": trusted}))
+def born(
+    tracker: LeaveTracker,
+    doc: str,
+    origin: str,
+    *,
+    trusted: bool = True,
+    context: str | None = None,
+) -> None:
+    report = {"t": "born", "doc": doc, "origin": origin, "trusted": trusted}
+    tracker.on_message(message(report, context=context))
 
 
 def left(
@@ -206,3 +216,34 @@ def test_a_malformed_report_is_ignored_without_raising(params: dict[str, Any]) -
     tracker.on_message(params)
     assert tracker.copy(A, alive_docs=()) == {"k": "v"}
     assert tracker.complete is True
+
+
+def test_a_document_replaced_in_its_context_without_a_report_taints_its_origin() -> None:
+    tracker = LeaveTracker.at_birth()
+    born(tracker, "d1", A, context="tab")
+    born(tracker, "d2", B, context="tab")  # d1 is gone: its tab holds d2 now
+    assert tracker.copy(A, alive_docs=["d2"]) is None
+
+
+def test_a_closed_context_takes_its_unreported_document_with_it() -> None:
+    tracker = LeaveTracker.at_birth()
+    born(tracker, "d1", A, context="popup")
+    tracker.on_context_destroyed({"context": "main", "children": [{"context": "popup"}]})
+    assert tracker.copy(A, alive_docs=[]) is None
+
+
+def test_a_trusted_report_after_a_silent_death_makes_the_copy_exact_again() -> None:
+    tracker = LeaveTracker.at_birth()
+    born(tracker, "d1", A, context="popup")
+    tracker.on_context_destroyed({"context": "popup"})
+    born(tracker, "d2", A, context="main")
+    left(tracker, "d2", A, {"k": "v2"})
+    assert tracker.copy(A, alive_docs=[]) == {"k": "v2"}
+
+
+def test_a_reported_document_replaced_in_its_context_leaves_its_copy_exact() -> None:
+    tracker = LeaveTracker.at_birth()
+    born(tracker, "d1", A, context="tab")
+    left(tracker, "d1", A, {"k": "v"})
+    born(tracker, "d2", B, context="tab")
+    assert tracker.copy(A, alive_docs=["d2"]) == {"k": "v"}

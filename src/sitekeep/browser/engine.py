@@ -181,6 +181,8 @@ async def save_read(
     main = next((d for d in docs if d.context == browser.context), None)
     if main is not None and main.origin is not None and main.origin in live:
         local[main.origin] = live[main.origin]
+    if need:
+        log.debug("save reads %d origins through the spare tab: %s", len(need), need)
     read, not_read = await _spare_read(browser, need, deadline)
     local.update(read)
     if not tracker.complete and not not_read:

@@ -95,8 +95,9 @@ class BrowserManager:
         conn = await BidiConnection.connect(ref.ws_url, timeout=self._settings.bidi_timeout)
         try:
             conn.add_listener("script.message", tracker.on_message)
+            conn.add_listener("browsingContext.contextDestroyed", tracker.on_context_destroyed)
             conn.on_close(tracker.lost)
-            await conn.subscribe(["script.message"])
+            await conn.subscribe(["script.message", "browsingContext.contextDestroyed"])
             if install:
                 await conn.send(
                     "script.addPreloadScript",

@@ -40,6 +40,7 @@ _MAX_COPIES = 256
 class _Doc:
     origin: str
     trusted: bool
+    context: str | None = None
 
 
 @dataclass
@@ -55,6 +56,7 @@ class LeaveTracker:
     from_birth: bool = False
     _copies: dict[str, dict[str, str]] = field(default_factory=dict)
     _live: dict[str, _Doc] = field(default_factory=dict)
+    _by_context: dict[str, str] = field(default_factory=dict)
     _tainted: set[str] = field(default_factory=set)
     _changed: set[str] = field(default_factory=set)
 
@@ -77,8 +79,12 @@ class LeaveTracker:
             return
         self._changed.add(origin)
         trusted = bool(report.get("trusted"))
+        context = (params.get("source") or {}).get("context")
         if report.get("t") == "born":
-            self._live[doc] = _Doc(origin, trusted)
+            if context is not None:
+                self._died(self._by_context.get(context))  # a context holds one document
+                self._by_context[context] = doc
+            self._live[doc] = _Doc(origin, trusted, context)
             if not trusted:
                 self._tainted.add(origin)
             return
@@ -89,6 +95,20 @@ class LeaveTracker:
         else:
             self._tainted.add(origin)
             self._copies.pop(origin, None)
+
+    def on_context_destroyed(self, params: Mapping[str, Any]) -> None:
+        """Feed a ``browsingContext.contextDestroyed`` event: its documents are gone."""
+        self._died(self._by_context.pop(str(params.get("context")), None))
+        for child in params.get("children") or ():
+            self.on_context_destroyed(child)
+
+    def _died(self, doc: str | None) -> None:
+        """``doc`` is gone; without its leave report its origin's copy is unsafe until the
+        next trusted report (which, coming after the death, sees all it wrote)."""
+        gone = self._live.pop(doc, None) if doc is not None else None
+        if gone is not None:
+            self._tainted.add(gone.origin)
+            self._copies.pop(gone.origin, None)
 
     def _store(self, origin: str, local: dict[str, str]) -> None:
         self._copies.pop(origin, None)
@@ -105,6 +125,7 @@ class LeaveTracker:
         self.from_birth = False
         self._copies.clear()
         self._live.clear()
+        self._by_context.clear()
 
     def invalidate(self, origin: str) -> None:
         """Forget ``origin``'s copy (a service worker's page ran in the spare tab)."""
@@ -151,6 +172,7 @@ class LeaveTracker:
             live_docs: doc id → (origin, trusted) of every document alive at the read.
         """
         self._live = {doc: _Doc(o, t) for doc, (o, t) in live_docs.items()}
+        self._by_context.clear()
         self._tainted = set()
         for origin, local in read.items():
             if origin not in self._changed:
