@@ -1,0 +1,110 @@
+"""The HTTP facade: auth, error shapes, validation, tenant isolation, OpenAPI (SPEC §5)."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from fixtures.sites import Sites
+from sitekeep.stores.sql import TokenStore
+from support import Api
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_healthz_answers_without_a_token(api: Api) -> None:
+    reply = await httpx.AsyncClient(transport=api.http._transport, base_url="http://x").get(
+        "/healthz"
+    )
+    assert reply.status_code == 200 and reply.json()["ok"] is True
+
+
+async def test_openapi_lists_the_session_routes(api: Api) -> None:
+    paths = (await api.call("GET", "/openapi.json"))["paths"]
+    for path in (
+        "/v1/sessions",
+        "/v1/sessions/{key}",
+        "/v1/sessions/{key}/navigate",
+        "/v1/sessions/{key}/save-site-data",
+        "/v1/sessions/{key}/browser",
+        "/v1/sessions/{key}/site-data",
+        "/v1/sessions/{key}/site-data/{site}",
+    ):
+        assert path in paths
+
+
+@pytest.mark.parametrize("header", [None, "Bearer sk_not-a-token", "Basic abc"])
+async def test_calls_without_a_known_bearer_token_are_401(api: Api, header: str | None) -> None:
+    headers = {"Authorization": header} if header else {}
+    client = httpx.AsyncClient(transport=api.http._transport, base_url="http://x")
+    reply = await client.get("/v1/sessions/k", headers=headers)
+    assert reply.status_code == 401
+    assert reply.json()["error"]["type"] == "unauthorized"
+    assert reply.headers["www-authenticate"] == "Bearer"
+
+
+async def test_an_unknown_session_is_404(api: Api) -> None:
+    for method, path in (
+        ("GET", "/v1/sessions/nope"),
+        ("POST", "/v1/sessions/nope/navigate"),
+        ("POST", "/v1/sessions/nope/save-site-data"),
+        ("DELETE", "/v1/sessions/nope/browser"),
+        ("DELETE", "/v1/sessions/nope"),
+        ("GET", "/v1/sessions/nope/site-data"),
+    ):
+        body = {"url": "http://app.example.test/"} if path.endswith("navigate") else None
+        reply = await api.http.request(method, path, json=body)
+        assert reply.status_code == 404, (method, path)
+        assert reply.json()["error"] == {"type": "not_found", "message": "no session named 'nope'"}
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"url": "file:///etc/passwd"}, "url"),
+        ({"url": "chrome://settings"}, "url"),
+        ({"url": "about:config"}, "url"),
+        ({"url": "javascript:alert(1)"}, "url"),
+        ({"url": "http://127.0.0.1:8700/admin"}, "url"),
+        ({"key": "../etc"}, "key"),
+        ({"browser": "netscape"}, "browser"),
+        ({"profile": "p1"}, "profile"),
+        ({"fresh": "very"}, "fresh"),
+        ({"unknown_option": True}, "unknown_option"),
+    ],
+)
+async def test_bad_open_input_is_400_naming_the_field(
+    api: Api, body: dict[str, object], field: str
+) -> None:
+    reply = await api.http.post("/v1/sessions", json=body)
+    assert reply.status_code == 400, reply.text
+    error = reply.json()["error"]
+    assert error["type"] == "invalid_input" and error["field"] == field
+    assert "message" in error
+
+
+async def test_navigate_without_a_url_is_400(api: Api) -> None:
+    reply = await api.http.post("/v1/sessions/k/navigate", json={})
+    assert reply.status_code == 400 and reply.json()["error"]["field"] == "url"
+
+
+@pytest.mark.e2e
+async def test_one_tenant_never_sees_another_tenants_session(api: Api, sites: Sites) -> None:
+    await api.open(key="shared-name", url=sites.url("app.example.test"))
+    tokens: TokenStore = api.http._transport.app.state.tokens  # type: ignore[attr-defined]
+    other = tokens.create("t2", "intruder", "admin")
+    headers = {"Authorization": f"Bearer {other}"}
+    for method, path in (
+        ("GET", "/v1/sessions/shared-name"),
+        ("POST", "/v1/sessions/shared-name/save-site-data"),
+        ("GET", "/v1/sessions/shared-name/site-data"),
+        ("DELETE", "/v1/sessions/shared-name/browser"),
+        ("DELETE", "/v1/sessions/shared-name"),
+    ):
+        reply = await api.http.request(method, path, headers=headers)
+        assert reply.status_code == 404, (method, path)
+    mine = await api.call("GET", "/v1/sessions/shared-name")
+    assert mine["browser"]["live"] is True
+    # The same key in t2 is t2's own session, with its own browser.
+    theirs = await api.http.post("/v1/sessions", json={"key": "shared-name"}, headers=headers)
+    assert theirs.status_code == 200 and theirs.json()["url"] != mine["url"]
