@@ -149,18 +149,33 @@ class Service:
 
     # -- the seam -------------------------------------------------------------------------
 
+    async def _seam(
+        self,
+        who: Principal,
+        key: str,
+        op: str,
+        args: Mapping[str, Any],
+        body: Callable[[], Awaitable[dict[str, Any]]],
+    ) -> dict[str, Any]:
+        """The one seam every browser-affecting call passes through: the session's lock
+        held, ``op`` and ``args`` naming the call (``args`` never holds a value). The
+        journal (SPEC §8) wraps it: a begin record before ``body``, a finish after."""
+        async with self._lock(who.tenant, check_key(key)):
+            return await body()
+
     async def _drive(
         self, who: Principal, key: str, op: str, args: Mapping[str, Any], operation: Operation
     ) -> dict[str, Any]:
-        """Run one browser-affecting operation on session ``key`` (the journal's seam).
+        """Run ``operation`` in the session's live browser (reopened silently if gone),
+        then record where it landed."""
 
-        ``op`` and ``args`` name the call (``args`` never holds a value).
-        """
-        async with self._lock(who.tenant, check_key(key)):
+        async def body() -> dict[str, Any]:
             record = await self._require(who, key)
             browser, record = await self._browser_for(record)
             landing = await operation(browser, record)
             return await self._finish(record, browser, landing)
+
+        return await self._seam(who, key, op, args, body)
 
     async def _finish(
         self, record: SessionRecord, browser: LiveBrowser, landing: Landing
@@ -250,7 +265,15 @@ class Service:
                 raise InvalidInput(f"{name} is not available yet", field=name)
         if url is not None:
             url = check_url(url, own_origins=self._own_origins())
-        async with self._lock(who.tenant, key):
+        args = {
+            "browser": kind,
+            "url": hist.trim_url(url) if url else None,
+            "restore_site_data": restore_site_data,
+            "fresh": fresh,
+            "insecure": insecure,
+        }
+
+        async def body() -> dict[str, Any]:
             return await self._open_locked(
                 who,
                 key,
@@ -261,6 +284,8 @@ class Service:
                 fresh=fresh,
                 insecure=insecure,
             )
+
+        return await self._seam(who, key, "open_session", args, body)
 
     async def _open_locked(
         self,
@@ -447,24 +472,29 @@ class Service:
 
     async def close_browser(self, who: Principal, key: str) -> dict[str, Any]:
         """Close the session's browser; the record, history and snapshot stay."""
-        async with self._lock(who.tenant, check_key(key)):
+
+        async def body() -> dict[str, Any]:
             record = await self._require(who, key)
-            closed = record.browser is not None
             if record.browser is not None:
                 await self.browsers.close(record.browser)
             await self._put(replace(record, browser=None, last_used_at=self._clock()))
-        return {"key": key, "closed": closed}
+            return {"key": key, "closed": record.browser is not None}
+
+        return await self._seam(who, key, "close_browser", {}, body)
 
     async def delete_session(self, who: Principal, key: str) -> dict[str, Any]:
         """Delete the session and everything keyed to it (its browser closes)."""
-        async with self._lock(who.tenant, check_key(key)):
+
+        async def body() -> dict[str, Any]:
             record = await self._require(who, key)
             if record.browser is not None:
                 await self.browsers.close(record.browser)
             await self._store.delete(
                 self._record_key(who.tenant, key), self._snapshot_key(who.tenant, key)
             )
-        return {"key": key, "deleted": True}
+            return {"key": key, "deleted": True}
+
+        return await self._seam(who, key, "delete_session", {}, body)
 
     async def site_data(self, who: Principal, key: str) -> dict[str, Any]:
         """The snapshot by host, counts only (SPEC §5 resource)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from fixtures.sites import Sites
@@ -78,8 +79,13 @@ async def test_restore_false_with_insecure_still_deletes(api: Api, sites: Sites)
 async def test_silent_reopen_after_the_browser_died_reports_once(api: Api, sites: Sites) -> None:
     await signed_in_and_saved(api, sites, "r")
     await api.go("r", sites.url("tabs.example.test"))
-    ref = (await api.browser("r")).ref
+    live = await api.browser("r")
+    ref = live.ref
     await delete_session(ref.endpoint, ref.session_id)  # reaped behind sitekeep's back
+    deadline = time.monotonic() + 10
+    while not live.conn.closed:  # the next call comes after the death is known
+        assert time.monotonic() < deadline
+        await anyio.sleep(0.01)
 
     page = await api.go("r", sites.url("app.example.test"))
     assert page["title"] == "App — signed in as alice"
