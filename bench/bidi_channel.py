@@ -64,7 +64,7 @@ FLAGS = [
 CALLS = 50
 BATCHES = 5
 
-console = Console()
+console = Console(width=160)
 
 
 def start_driver(interval: float | None) -> Any:
@@ -205,7 +205,7 @@ def report(channels: list[Channel], raw: dict[str, dict[str, list[float]]]) -> N
         for key, _, _ in columns:
             value = med[ch.name][key]
             ratio = value / med["c"][key]
-            row.append(f"{value:.1f}" if ch.name == "c" else f"{value:.1f} (×{ratio:.0f})")
+            row.append(f"{value:.1f}" if ch.name == "c" else f"{value:.1f} (×{ratio:.1f})")
         table.add_row(*row)
     console.print(table)
     console.print("(×k) = the channel's median divided by sitekeep's (c).")

@@ -15,7 +15,7 @@ sitekeep and Playwright alternate run by run in one process, so machine noise hi
 * **save full=True** — ``save_site_data(..., full=True)``: every origin read through the
   spare tab, ignoring the copies captured on leave. Same Playwright column.
 * **restore + land** — sitekeep: a fresh browser (``service.browsers.start``, not timed),
-  then ``engine.restore(live, snapshot, o0/__fixture/page?title=landed)``. Playwright: on
+  then ``restore(live, snapshot, o0/__fixture/page?title=landed)``. Playwright: on
   an already-launched browser, ``new_context(storage_state=state)`` + ``new_page()`` +
   ``goto(land)``. Each run is checked after the clock stops: title ``landed``,
   ``localStorage.length == 10`` on o0, 3·N cookies in the jar.
@@ -68,7 +68,9 @@ import sitekeep.browser.manager as manager_mod  # noqa: E402
 import sitekeep.service as service_mod  # noqa: E402
 from fixtures.sites import Sites, start_sites  # noqa: E402
 from sitekeep import sitedata  # noqa: E402
-from sitekeep.browser import engine  # noqa: E402
+from sitekeep.browser import docs as docs_mod  # noqa: E402
+from sitekeep.browser import restore as restore_mod  # noqa: E402
+from sitekeep.browser import save as save_mod  # noqa: E402
 from sitekeep.browser.bidi import BidiConnection  # noqa: E402
 from sitekeep.browser.live import LiveBrowser  # noqa: E402
 from sitekeep.browser.manager import BrowserManager  # noqa: E402
@@ -93,7 +95,7 @@ KEYS_PER_ORIGIN = 10
 TARGETS = {"save": (20, 1 / 3), "restore + land": (None, 1 / 2)}
 """operation → (the size the target applies to, None for every size; the highest ratio)."""
 
-console = Console()
+console = Console(width=160)
 
 
 # -- the workload ---------------------------------------------------------------------------
@@ -249,6 +251,8 @@ class Bench:
         await interleave(self.runs, full, lambda: sk_save(True, full), pw_save)
         fast = out["save"] = Series()
         await interleave(self.runs, fast, lambda: sk_save(False, fast), pw_save)
+        if any(fast.detail.get("spare_reads") or ()):
+            await self.why_spare(key, fast)
         if phases:
             await self.trace(f"save full=True, N={n}", lambda: sk_save(True, Series()))
             await self.trace(f"save, N={n}", lambda: sk_save(False, Series()))
@@ -263,7 +267,7 @@ class Bench:
             live = await service.browsers.start("chromium")
             try:
                 start = self.clock()
-                report = await engine.restore(live, snapshot, land, now=time.time())
+                report = await restore_mod.restore(live, snapshot, land, now=time.time())
                 took = self.lap(start)
                 check(not report.skipped, f"sitekeep restore skipped {report.skipped}")
                 await self.verify_sitekeep(live, n)
@@ -309,6 +313,7 @@ class Bench:
         async def pw_open() -> float:
             start = time.perf_counter()
             browser = await self.pw_launch()
+            opened.note("pw launch", ms(start))
             try:
                 ctx = await browser.new_context(storage_state=state)  # type: ignore[arg-type]
                 page = await ctx.new_page()
@@ -325,11 +330,41 @@ class Bench:
         await service.close_browser(WHO, key)
         return out
 
+    async def why_spare(self, key: str, series: Series) -> None:
+        """The fast save still read origins through the spare tab: one more (untimed) save
+        with a spy on the spare loop names them, and what the leave tracker held for each."""
+        found: list[dict[str, Any]] = []
+        original = save_mod._spare_read
+
+        async def spy(browser: LiveBrowser, origins: Any, deadline: float) -> Any:
+            tracker = browser.tracker
+            for o in origins:
+                dead = [d for d, doc in tracker._live.items() if doc.origin == o]
+                found.append(
+                    {
+                        "origin": o,
+                        "tainted": o in tracker._tainted,
+                        "has_copy": o in tracker._copies,
+                        "docs_born_not_left": len(dead),
+                        "tracker_complete": tracker.complete,
+                    }
+                )
+            return await original(browser, origins, deadline)
+
+        save_mod._spare_read = spy  # type: ignore[assignment]
+        try:
+            await self.service.save_site_data(WHO, key)
+        finally:
+            save_mod._spare_read = original  # type: ignore[assignment]
+        series.detail["why_spare"] = found
+        for row in found:
+            console.print(f"[yellow]fast save read through the spare tab:[/yellow] {row}")
+
     @staticmethod
     async def verify_sitekeep(live: LiveBrowser, n: int) -> None:
         title = (await live.page_info()).title
         length = await live.evaluate_json("() => JSON.stringify(localStorage.length)")
-        jar = await engine.read_cookies(live)
+        jar = await docs_mod.read_cookies(live)
         check(title == "landed", f"sitekeep title {title!r}")
         check(length == KEYS_PER_ORIGIN, f"sitekeep localStorage.length {length}")
         check(len(jar) == 3 * n, f"sitekeep jar holds {len(jar)} cookies")
@@ -405,16 +440,16 @@ class Tracer:
                 tracer._record(f"bidi {method}", start)
 
         steps_async: list[tuple[Any, str, str]] = [
-            (engine, "_restore_cookies", "restore: cookies (setCookie ×N + getCookies)"),
-            (engine, "_restore_storage", "restore: storage (spare pages in main tab)"),
-            (engine, "_write_site", "restore:   one site (spare nav + writes)"),
-            (engine, "_visit_written", "restore:   getTree + writes"),
-            (engine, "read_cookies", "read_cookies (getCookies)"),
-            (engine, "_live_reads", "save: live reads (getTree + READ per context)"),
-            (engine, "_spare_read", "save: spare tab loop (create..close)"),
-            (engine, "_visit", "save:   spare visit (nav + getTree + READ)"),
-            (service_mod, "save_read", "save: engine.save_read"),
-            (service_mod, "restore", "open: engine.restore"),
+            (restore_mod, "_restore_cookies", "restore: cookies (setCookie ×N + getCookies)"),
+            (restore_mod, "_restore_storage", "restore: storage (spare pages in main tab)"),
+            (restore_mod, "_write_site", "restore:   one site (spare nav with inline writes)"),
+            (restore_mod, "_land_with_preload", "restore: land with a one-shot preload"),
+            (restore_mod, "read_cookies", "read_cookies (getCookies)"),
+            (save_mod, "live_reads", "save: live reads (getTree + READ per context)"),
+            (save_mod, "_spare_read", "save: spare tab loop (create..close)"),
+            (save_mod, "_visit", "save:   spare visit (nav + getTree + READ)"),
+            (service_mod, "save_read", "save: save_read"),
+            (service_mod, "restore", "open: restore"),
             (LiveBrowser, "replace", "LiveBrowser.replace (location.replace + load)"),
             (LiveBrowser, "page_info", "LiveBrowser.page_info"),
             (SpareResponder, "__aenter__", "spare: enter (subscribe + addIntercept)"),
@@ -470,13 +505,12 @@ class Tracer:
         table.add_column("at ms", justify="right")
         table.add_column("took ms", justify="right")
         table.add_column("step / BiDi command")
-        open_ends: list[float] = []
+        enclosing: list[float] = []  # ends of the steps still open
         for name, start, stop, count, total in rows:
-            while open_ends and open_ends[-1] <= start:
-                open_ends.pop()
-            depth = len(open_ends)
-            open_ends.append(stop)
-            extra = f" ×{count} (sum {total:.0f} ms)" if count > 1 else ""
+            enclosing = [e for e in enclosing if e > start]
+            depth = sum(1 for e in enclosing if e >= stop)  # siblings run side by side
+            enclosing.append(stop)
+            extra = f" ×{count} (sum {total * 1000:.0f} ms)" if count > 1 else ""
             table.add_row(
                 f"{(start - begin) * 1000:.1f}",
                 f"{(stop - start) * 1000:.1f}",
@@ -518,6 +552,14 @@ def print_tables(results: dict[int, dict[str, Series]]) -> list[str]:
                     ok = "met" if ratio <= limit else "MISSED"
                     verdicts.append(f"target {op} N={n}: ratio {ratio:.2f} ≤ {limit:.2f} {ok}")
         console.print(table)
+        for n, by_op in results.items():
+            parts = [
+                f"{name[3:]} {median(values):.0f}"
+                for name, values in by_op[op].detail.items()
+                if name.startswith("pw ")
+            ]
+            if parts:
+                console.print(f"  Playwright N={n} medians ms: " + ", ".join(parts))
     for line in verdicts:
         console.print(line)
     return verdicts

@@ -23,9 +23,10 @@ from pydantic import ValidationError
 
 from sitekeep import history as hist
 from sitekeep import sitedata
-from sitekeep.browser.engine import restore, save_read
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.manager import BrowserManager
+from sitekeep.browser.restore import restore
+from sitekeep.browser.save import save_read
 from sitekeep.config import Settings
 from sitekeep.errors import InvalidInput, NotFound, StoreUnavailable
 from sitekeep.model import (

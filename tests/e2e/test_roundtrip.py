@@ -72,9 +72,15 @@ async def test_back_after_a_restore_never_reaches_a_spare_page(api: Api, sites: 
     await api.save("s3")
     await api.close("s3")
     await api.open(key="s3", url=sites.url("token.example.test"))
-    page = await api.call("POST", "/v1/sessions/s3/back")
-    assert SPARE not in page["url"]
-    assert not page["url"].startswith("http")  # the new browser's own first page
-    reply = await api.http.post("/v1/sessions/s3/back")
-    assert reply.status_code == 409, reply.text
-    assert reply.json()["error"]["type"] == "no_history_entry"
+    behind: list[str] = []
+    for _ in range(5):  # walk back until there is nowhere left to go
+        reply = await api.http.post("/v1/sessions/s3/back")
+        if reply.status_code == 409:
+            assert reply.json()["error"]["type"] == "no_history_entry"
+            break
+        assert reply.status_code == 200, reply.text
+        behind.append(reply.json()["url"])
+    else:
+        raise AssertionError(f"back() never ran out of pages: {behind}")
+    # At most the new browser's own first page (data:,) is behind the landing page.
+    assert all(not url.startswith("http") for url in behind), behind

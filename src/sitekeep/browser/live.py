@@ -49,7 +49,9 @@ class LiveBrowser:
     navigation_timeout: float = 30.0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
-    async def evaluate_json(self, function: str, *args: Any, context: str | None = None) -> Any:
+    async def evaluate_json(
+        self, function: str, *args: Any, context: str | None = None, await_promise: bool = False
+    ) -> Any:
         """Call a ``scripts`` function returning JSON text in ``context`` (the main tab)."""
         result = await self.conn.send(
             "script.callFunction",
@@ -57,7 +59,7 @@ class LiveBrowser:
                 "functionDeclaration": function,
                 "arguments": [_local(a) for a in args],
                 "target": {"context": context or self.context},
-                "awaitPromise": False,
+                "awaitPromise": await_promise,
                 "resultOwnership": "none",
             },
         )

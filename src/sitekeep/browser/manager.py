@@ -34,6 +34,13 @@ __all__ = ["BrowserManager"]
 log = logging.getLogger(__name__)
 
 _GONE = frozenset({"invalid session id", "no such window", "session not created"})
+_TRACKED = (
+    "script.message",
+    "browsingContext.contextCreated",
+    "browsingContext.navigationCommitted",
+    "browsingContext.contextDestroyed",
+)
+"""What the leave tracker listens to, for the life of the socket."""
 
 
 class BrowserManager:
@@ -94,10 +101,15 @@ class BrowserManager:
     async def _wire(self, ref: BrowserRef, tracker: LeaveTracker, *, install: bool) -> LiveBrowser:
         conn = await BidiConnection.connect(ref.ws_url, timeout=self._settings.bidi_timeout)
         try:
-            conn.add_listener("script.message", tracker.on_message)
-            conn.add_listener("browsingContext.contextDestroyed", tracker.on_context_destroyed)
+            for event, listener in (
+                ("script.message", tracker.on_message),
+                ("browsingContext.contextCreated", tracker.on_context_created),
+                ("browsingContext.navigationCommitted", tracker.on_navigation_committed),
+                ("browsingContext.contextDestroyed", tracker.on_context_destroyed),
+            ):
+                conn.add_listener(event, listener)
             conn.on_close(tracker.lost)
-            await conn.subscribe(["script.message", "browsingContext.contextDestroyed"])
+            await conn.subscribe(_TRACKED)
             if install:
                 await conn.send(
                     "script.addPreloadScript",

@@ -6,14 +6,22 @@ the remote-value serialisation of objects. None of them logs or stores anything 
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from typing import Any
+
 __all__ = [
+    "ACKS",
     "CHANNEL",
-    "DOC_KEY",
+    "LANDED",
     "PRELOAD",
     "READ",
+    "RESTORED_KEY",
+    "SPARE_HTML",
     "SPARE_MARKER_ATTR",
     "SPARE_PATH",
-    "WRITE",
+    "inline_write",
+    "landing_preload",
 ]
 
 SPARE_PATH = "/__sitekeep-spare__"
@@ -25,14 +33,12 @@ SPARE_MARKER_ATTR = "data-sitekeep-spare"
 CHANNEL = "sitekeep.leave"
 """The ``script.message`` channel the preload script reports on."""
 
-DOC_KEY = "sitekeep.doc"
-"""``Symbol.for`` key under which each document keeps its id."""
+RESTORED_KEY = "sitekeep.restored"
+"""``Symbol.for`` key under which the landing preload leaves its result in the page."""
 
 PRELOAD = """(channel) => {
   const origin = self.origin;
   if (!origin || origin === "null" || location.pathname === "$SPARE") return;
-  const doc = Math.random().toString(36).slice(2) + performance.timeOrigin.toString(36);
-  Object.defineProperty(window, Symbol.for("$DOC"), {value: doc});
   let trusted = window === window.top;
   if (!trusted) {
     try { trusted = window.top.location.origin === origin; } catch (e) { trusted = false; }
@@ -47,19 +53,17 @@ PRELOAD = """(channel) => {
     } catch (e) { return null; }
     return out;
   };
-  channel(JSON.stringify({t: "born", doc, origin, trusted}));
   const leave = () => {
-    channel(JSON.stringify({t: "left", doc, origin, trusted, local: trusted ? read() : null}));
+    channel(JSON.stringify({origin, trusted, local: trusted ? read() : null}));
   };
   addEventListener("beforeunload", leave, {capture: true});
   addEventListener("pagehide", leave, {capture: true});
-}""".replace("$SPARE", SPARE_PATH).replace("$DOC", DOC_KEY)
-"""Capture on leave: each document reports its birth and, as it leaves, its origin's
-localStorage. The report goes at ``beforeunload`` (HTML §Navigating: fired when a navigation
-begins, while the document is still whole — Chromium drops channel messages sent from a
-document already being torn down) and again at ``pagehide`` (the only event of a tab closed
-over BiDi). A frame that is not same-origin with the top may see partitioned storage, so it
-reports as untrusted."""
+}""".replace("$SPARE", SPARE_PATH)
+"""Capture on leave: each document reports its origin's localStorage as it leaves — at
+``beforeunload`` (fired when a navigation begins, while the document is still whole) and
+again at ``pagehide`` (the only event of a tab closed over BiDi; Chromium drops channel
+messages sent from a document already being torn down). A frame that is not same-origin
+with the top may see partitioned storage, so it reports as untrusted, without content."""
 
 READ = """(withSession) => {
   const dump = (s) => {
@@ -69,7 +73,6 @@ READ = """(withSession) => {
   };
   const res = {
     origin: self.origin,
-    doc: window[Symbol.for("$DOC")] || null,
     spare: document.documentElement.hasAttribute("$MARKER"),
     trusted: window === window.top,
   };
@@ -81,27 +84,9 @@ READ = """(withSession) => {
     if (withSession) res.session = dump(sessionStorage);
   } catch (e) { res.error = String(e && e.name || e); }
   return JSON.stringify(res);
-}""".replace("$DOC", DOC_KEY).replace("$MARKER", SPARE_MARKER_ATTR)
-"""Read the document's origin, id, spare marker, localStorage and (optionally) its tab's
-sessionStorage."""
-
-WRITE = """(payload) => {
-  if (!document.documentElement.hasAttribute("$MARKER")) return "no-marker";
-  const data = JSON.parse(payload);
-  try {
-    if (data.local) {
-      localStorage.clear();
-      for (const [k, v] of Object.entries(data.local)) localStorage.setItem(k, v);
-    }
-    if (data.session) {
-      sessionStorage.clear();
-      for (const [k, v] of Object.entries(data.session)) sessionStorage.setItem(k, v);
-    }
-  } catch (e) { return "error:" + String(e && e.name || e); }
-  return "ok";
 }""".replace("$MARKER", SPARE_MARKER_ATTR)
-"""Replace a spare page's localStorage and/or sessionStorage with the payload (JSON text
-``{local?, session?}``); refuses a page without the spare marker."""
+"""Read the document's origin, spare marker, localStorage and (optionally) its tab's
+sessionStorage."""
 
 SPARE_HTML = (
     "<!doctype html><html $MARKER><head><meta charset=utf-8>"
@@ -109,3 +94,89 @@ SPARE_HTML = (
 ).replace("$MARKER", SPARE_MARKER_ATTR)
 """The spare page: a marker and nothing that loads (the data: icon stops Firefox's
 ``/favicon.ico`` request). ``%s`` takes the same-site frames."""
+
+
+def _js_string(value: Any) -> str:
+    """``value`` as JSON text inside a JS string literal, safe in an inline ``<script>``.
+
+    The page parses it with ``JSON.parse``, so hostile keys such as ``__proto__`` stay
+    plain own properties (an object literal would set the prototype instead).
+    """
+    literal = json.dumps(json.dumps(value, ensure_ascii=True))
+    return literal.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+_WRITE_BODY = """
+    if (d.local) {
+      localStorage.clear();
+      for (const [k, v] of Object.entries(d.local)) localStorage.setItem(k, v);
+    }
+    if (d.session) {
+      sessionStorage.clear();
+      for (const [k, v] of Object.entries(d.session)) sessionStorage.setItem(k, v);
+    }"""
+
+
+def inline_write(payload: Mapping[str, Any], *, top: bool) -> str:
+    """The inline script of a restore's spare page: it writes ``payload`` (``{local?,
+    session?}``) into its own origin's storage as the page is parsed, and acknowledges —
+    the top page into ``window.__sitekeepAcks``, a frame by ``postMessage`` to the top, which
+    listens from before its frames exist."""
+    listen = (
+        "window.__sitekeepAcks = {};"
+        "addEventListener('message', (e) => { const a = e.data && e.data.sitekeepAck;"
+        " if (a && a === e.origin) window.__sitekeepAcks[a] = e.data.result; });"
+        if top
+        else ""
+    )
+    ack = (
+        "window.__sitekeepAcks[self.origin] = r;"
+        if top
+        else "parent.postMessage({sitekeepAck: self.origin, result: r}, '*');"
+    )
+    return (
+        f"(() => {{ {listen} let r = 'ok';"
+        f"  try {{ const d = JSON.parse({_js_string(payload)});{_WRITE_BODY}"
+        f"  }} catch (e) {{ r = 'error:' + String(e && e.name || e); }} {ack} }})();"
+    )
+
+
+ACKS = """(want) => new Promise((done) => {
+  const acks = () => window.__sitekeepAcks || {};
+  const until = Date.now() + 1000;
+  const check = () => (Object.keys(acks()).length >= want || Date.now() > until)
+    ? done(JSON.stringify(acks())) : setTimeout(check, 5);
+  check();
+})"""
+"""The acknowledgements a restore's spare page collected (waits up to 1 s for late ones)."""
+
+
+def landing_preload(origin: str, payload: Mapping[str, Any]) -> str:
+    """A one-shot preload (``script.addPreloadScript``) that writes ``payload`` into the
+    landing page's storage before the page's own scripts run, and leaves its result under
+    ``Symbol.for(RESTORED_KEY)`` (non-enumerable) for sitekeep to read after the load — a
+    channel message from a new document may arrive only after its ``load``.
+
+    It acts only in a top-level document of ``origin`` whose storage is still empty: the
+    restore's fresh browser holds nothing else there, and a later document of the same
+    origin (before the script is removed) finds the storage written and leaves it alone.
+    """
+    return (
+        "() => {"
+        f"  if (window !== window.top || self.origin !== {json.dumps(origin)}) return;"
+        "  let r = 'ok';"
+        "  try {"
+        "    if (localStorage.length || sessionStorage.length) return;"
+        f"    const d = JSON.parse({_js_string(payload)});{_WRITE_BODY}"
+        "  } catch (e) { r = 'error:' + String(e && e.name || e); }"
+        f"  Object.defineProperty(window, Symbol.for({json.dumps(RESTORED_KEY)}), {{value: r}});"
+        "}"
+    )
+
+
+LANDED = (
+    "() => JSON.stringify(window[Symbol.for("
+    + json.dumps(RESTORED_KEY)
+    + ")] || ('landed on ' + (self.origin === 'null' ? 'no origin' : 'another origin')))"
+)
+"""After a preload landing: the preload's result, or why there is none."""

@@ -18,7 +18,7 @@ import contextlib
 import html
 import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
@@ -54,13 +54,28 @@ class SpareResponder:
         self._remove_listener: Any = None
         self._answers: set[asyncio.Task[None]] = set()
 
-    def url(self, origin: str, frames: Sequence[str] = ()) -> str:
-        """The spare URL on ``origin``; its page holds a frame on each of ``frames``."""
-        query = f"sk={next(self._ids)}"
+    def url(
+        self,
+        origin: str,
+        frames: Sequence[str] = (),
+        scripts: Mapping[str, str] | None = None,
+    ) -> str:
+        """The spare URL on ``origin``; its page holds a frame on each of ``frames``.
+
+        ``scripts`` maps an origin (the top's or a frame's) to an inline script its page
+        runs as it is parsed — before the frames, so the top can listen to them.
+        """
+        scripts = scripts or {}
         body = "".join(
-            f'<iframe src="{html.escape(f + SPARE_PATH, quote=True)}"></iframe>' for f in frames
+            f'<iframe src="{html.escape(self._register(f, scripts.get(f)), quote=True)}"></iframe>'
+            for f in frames
         )
-        self._pages[query] = SPARE_HTML % body
+        return self._register(origin, scripts.get(origin), body)
+
+    def _register(self, origin: str, script: str | None, body: str = "") -> str:
+        query = f"sk={next(self._ids)}"
+        head = f"<script>{script}</script>" if script else ""
+        self._pages[query] = SPARE_HTML % (head + body)
         return f"{origin}{SPARE_PATH}?{query}"
 
     async def __aenter__(self) -> SpareResponder:

@@ -1,33 +1,43 @@
 """Capture on leave: an exact copy of the localStorage of every origin the browser has left.
 
 The premise (HTML Web Storage §11.2): an origin's localStorage can only change while a
-document of that origin lives in the browser — workers have no localStorage. A preload
-script (``scripts.PRELOAD``, installed once at browser start with ``script.addPreloadScript``)
-makes every document report on the ``sitekeep.leave`` channel when it is born and, on
-``pagehide``, its origin's whole localStorage. So, while sitekeep's BiDi socket listens:
+document of that origin lives in the browser — workers have no localStorage. Two sources
+feed this tracker while sitekeep's BiDi socket listens:
 
-* an origin with no live document has, as its copy, exactly what its last document saw as
-  it left — nothing can have changed it since;
-* an origin with a live document is read directly at save time;
-* an origin whose copy may be stale (a document whose ``left`` report never came, a frame
-  that may see partitioned storage, a spare page a service worker answered, a socket that
-  closed and missed reports) is read through the spare tab instead.
+* **Which documents live**, from BiDi events, which the browser sends promptly and in order:
+  ``browsingContext.navigationCommitted`` (a context now holds a new document, the one
+  before it is gone), ``contextCreated`` (a frame's parent) and ``contextDestroyed``.
+* **What a document left behind**, from a preload script (``scripts.PRELOAD``, installed
+  once at browser start) that reports its origin's whole localStorage on the
+  ``sitekeep.leave`` channel at ``beforeunload`` and ``pagehide``. Channel messages may
+  arrive late (Chromium delivers a new document's only after its ``load``), so they
+  carry content, never the timing.
 
-A browser this process started is tracked from birth, so an origin it never reported on is
-known to be empty (or to hold what restore wrote). A browser reattached after a restart is
-not: its first save reads every origin through the spare tab, then :meth:`resync` makes the
-copies exact again.
+So an origin whose documents are all gone, each having reported as it left, has as its copy
+exactly what the last one saw. A document that went without reporting, a frame that may see
+partitioned storage, a spare page a service worker answered, or a socket that closed and
+may have missed events makes its origin's copy unsafe until the next report: a save reads
+those origins through the spare tab instead. Live documents are always read directly.
+
+A browser this process started is tracked from birth, so an origin it never saw is known to
+be empty (or to hold what restore wrote). A browser reattached after a restart is not: its
+first save reads every origin, then :meth:`resync` makes the copies exact again.
+
+Known limit: on Chromium a message sent from ``pagehide`` is dropped, so a write a page
+makes after its navigation away has begun (after ``beforeunload``) is not in its copy.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
-from sitekeep.browser.scripts import CHANNEL
+from sitekeep.browser.scripts import CHANNEL, SPARE_PATH
+from sitekeep.history import origin_of
 
 __all__ = ["LeaveTracker"]
 
@@ -38,113 +48,153 @@ _MAX_COPIES = 256
 
 @dataclass
 class _Doc:
-    origin: str
+    """The document a context holds now, as the events tell it."""
+
+    origin: str | None
     trusted: bool
-    context: str | None = None
+    reported: bool = False
+
+
+def _document_origin(url: str) -> str | None:
+    """The origin a committed URL's document has; spare pages and blank ones count as none."""
+    try:
+        if urlsplit(url).path == SPARE_PATH:
+            return None
+    except ValueError:
+        return None
+    return origin_of(url)
 
 
 @dataclass
 class LeaveTracker:
-    """The copies for one browser generation, fed by ``script.message`` events.
+    """The copies for one browser generation.
 
     Attributes:
-        complete: True while every report since birth (or since the last resync) arrived.
+        complete: True while every event since birth (or the last resync) was seen.
         from_birth: True when tracking began before the browser loaded any page.
     """
 
     complete: bool = False
     from_birth: bool = False
     _copies: dict[str, dict[str, str]] = field(default_factory=dict)
-    _live: dict[str, _Doc] = field(default_factory=dict)
-    _by_context: dict[str, str] = field(default_factory=dict)
     _tainted: set[str] = field(default_factory=set)
     _changed: set[str] = field(default_factory=set)
+    _docs: dict[str, _Doc] = field(default_factory=dict)
+    _parents: dict[str, str | None] = field(default_factory=dict)
 
     @classmethod
     def at_birth(cls) -> LeaveTracker:
         """A tracker for a browser that has loaded nothing yet."""
         return cls(complete=True, from_birth=True)
 
-    def on_message(self, params: Mapping[str, Any]) -> None:
-        """Feed one ``script.message`` event's params (other channels are ignored)."""
-        if params.get("channel") != CHANNEL:
-            return
-        data = params.get("data") or {}
-        try:
-            report = json.loads(data.get("value", ""))
-            origin = str(report["origin"])
-            doc = str(report["doc"])
-        except (ValueError, KeyError, TypeError):
-            log.warning("dropped a malformed leave report")
-            return
-        self._changed.add(origin)
-        trusted = bool(report.get("trusted"))
-        context = (params.get("source") or {}).get("context")
-        if report.get("t") == "born":
-            if context is not None:
-                self._died(self._by_context.get(context))  # a context holds one document
-                self._by_context[context] = doc
-            self._live[doc] = _Doc(origin, trusted, context)
-            if not trusted:
-                self._tainted.add(origin)
-            return
-        self._live.pop(doc, None)
-        local = report.get("local")
-        if trusted and isinstance(local, dict):
-            self._store(origin, {str(k): str(v) for k, v in local.items()})
-        else:
-            self._tainted.add(origin)
-            self._copies.pop(origin, None)
+    # -- events ---------------------------------------------------------------------------
+
+    def on_context_created(self, params: Mapping[str, Any]) -> None:
+        """``browsingContext.contextCreated``: remember a frame's parent."""
+        context = params.get("context")
+        if isinstance(context, str):
+            parent = params.get("parent")
+            self._parents[context] = parent if isinstance(parent, str) else None
+
+    def on_navigation_committed(self, params: Mapping[str, Any]) -> None:
+        """``browsingContext.navigationCommitted``: the context holds a new document."""
+        context = params.get("context")
+        if isinstance(context, str):
+            self._replace(context, _document_origin(str(params.get("url", ""))))
 
     def on_context_destroyed(self, params: Mapping[str, Any]) -> None:
-        """Feed a ``browsingContext.contextDestroyed`` event: its documents are gone."""
-        self._died(self._by_context.pop(str(params.get("context")), None))
+        """``browsingContext.contextDestroyed``: its documents, and its frames', are gone."""
+        context = str(params.get("context"))
+        self._gone(self._docs.pop(context, None))
+        self._parents.pop(context, None)
         for child in params.get("children") or ():
             self.on_context_destroyed(child)
 
-    def _died(self, doc: str | None) -> None:
-        """``doc`` is gone; without its leave report its origin's copy is unsafe until the
-        next trusted report (which, coming after the death, sees all it wrote)."""
-        gone = self._live.pop(doc, None) if doc is not None else None
-        if gone is not None:
-            self._tainted.add(gone.origin)
-            self._copies.pop(gone.origin, None)
+    def on_message(self, params: Mapping[str, Any]) -> None:
+        """``script.message`` on the leave channel: a document's localStorage as it left."""
+        if params.get("channel") != CHANNEL:
+            return
+        try:
+            report = json.loads((params.get("data") or {}).get("value", ""))
+            origin = str(report["origin"])
+        except (ValueError, KeyError, TypeError, AttributeError):
+            log.warning("dropped a malformed leave report")
+            return
+        self._changed.add(origin)
+        doc = self._docs.get(str((params.get("source") or {}).get("context")))
+        if doc is not None and doc.origin == origin:
+            doc.reported = True
+        local = report.get("local")
+        if report.get("trusted") and isinstance(local, dict):
+            self._store(origin, {str(k): str(v) for k, v in local.items()})
+        else:
+            self._taint(origin)
+
+    def lost(self) -> None:
+        """The socket closed: events may have been missed, so no copy can be trusted."""
+        self.complete = False
+        self.from_birth = False
+        self._copies.clear()
+        self._docs.clear()
+
+    # -- state ----------------------------------------------------------------------------
+
+    def _top(self, context: str) -> str:
+        seen = {context}
+        while (parent := self._parents.get(context)) is not None and parent not in seen:
+            seen.add(parent)
+            context = parent
+        return context
+
+    def _replace(self, context: str, origin: str | None) -> None:
+        self._gone(self._docs.get(context))
+        top = self._top(context)
+        trusted = top == context or (
+            origin is not None and self._docs.get(top, _Doc(None, True)).origin == origin
+        )
+        self._docs[context] = _Doc(origin, trusted)
+        if origin is not None:
+            self._changed.add(origin)
+            if not trusted:
+                self._taint(origin)
+
+    def _gone(self, doc: _Doc | None) -> None:
+        """A document is gone; unreported, its origin's copy is unsafe until the next
+        report (which, coming after the death, holds all it wrote)."""
+        if doc is not None and doc.origin is not None and not doc.reported:
+            self._taint(doc.origin)
+
+    def _taint(self, origin: str) -> None:
+        self._tainted.add(origin)
+        self._copies.pop(origin, None)
 
     def _store(self, origin: str, local: dict[str, str]) -> None:
         self._copies.pop(origin, None)
         self._copies[origin] = local
         self._tainted.discard(origin)
         while len(self._copies) > _MAX_COPIES:
-            evicted = next(iter(self._copies))
-            del self._copies[evicted]
-            self._tainted.add(evicted)
+            self._taint(next(iter(self._copies)))
 
-    def lost(self) -> None:
-        """The socket closed: reports may have been missed, so no copy can be trusted."""
-        self.complete = False
-        self.from_birth = False
-        self._copies.clear()
-        self._live.clear()
-        self._by_context.clear()
+    # -- what a save asks -----------------------------------------------------------------
+
+    def reconcile(self, live: Mapping[str, str | None]) -> None:
+        """Align with the contexts a save found alive (context → its document's origin):
+        a document the events still held but that is gone or replaced counts as gone."""
+        for context in [c for c in self._docs if c not in live]:
+            self._gone(self._docs.pop(context))
+        for context, origin in live.items():
+            doc = self._docs.get(context)
+            if doc is None or doc.origin != origin:
+                self._replace(context, origin)
 
     def invalidate(self, origin: str) -> None:
         """Forget ``origin``'s copy (a service worker's page ran in the spare tab)."""
-        self._copies.pop(origin, None)
-        self._tainted.add(origin)
+        self._taint(origin)
 
-    def copy(self, origin: str, alive_docs: Iterable[str]) -> dict[str, str] | None:
-        """The exact localStorage of ``origin``, or None when it must be read.
-
-        Args:
-            origin: a serialised origin.
-            alive_docs: ids of the documents alive now; a document that was born, is not
-                alive, and never reported leaving makes its origin's copy unsafe.
-        """
+    def copy(self, origin: str) -> dict[str, str] | None:
+        """The exact localStorage of ``origin``, or None when it must be read."""
         if not self.complete or origin in self._tainted:
             return None
-        alive = set(alive_docs)
-        if any(d.origin == origin and doc not in alive for doc, d in self._live.items()):
-            return None  # a document of this origin died without a report
         if origin in self._copies:
             return dict(self._copies[origin])
         return {} if self.from_birth else None
@@ -154,30 +204,20 @@ class LeaveTracker:
         self._changed.clear()
 
     def wrote(self, local_by_origin: Mapping[str, Mapping[str, str]]) -> None:
-        """Restore wrote these stores (no document of theirs lived since)."""
+        """Restore wrote these stores; no document of theirs lived since :meth:`begin`."""
         for origin, local in local_by_origin.items():
             if origin not in self._changed:
                 self._store(origin, dict(local))
 
-    def resync(
-        self,
-        read: Mapping[str, Mapping[str, str]],
-        live_docs: Mapping[str, tuple[str, bool]],
-    ) -> None:
-        """After a full read: trust the copies read, except of origins reported on since
-        :meth:`begin` (their copy may be newer than our read).
-
-        Args:
-            read: origin → localStorage, as read by the save.
-            live_docs: doc id → (origin, trusted) of every document alive at the read.
-        """
-        self._live = {doc: _Doc(o, t) for doc, (o, t) in live_docs.items()}
-        self._by_context.clear()
-        self._tainted = set()
+    def resync(self, read: Mapping[str, Mapping[str, str]]) -> None:
+        """After a full read (and :meth:`reconcile`): trust what was read, except origins
+        that changed since :meth:`begin` — their copy may be newer than the read."""
         for origin, local in read.items():
-            if origin not in self._changed:
-                self._store(origin, dict(local))
+            if origin in self._changed:
+                self._taint(origin)
             else:
-                self._tainted.add(origin)
-        self._tainted |= {o for o, t in live_docs.values() if not t}
+                self._store(origin, dict(local))
+        for doc in self._docs.values():
+            if doc.origin is not None and not doc.trusted:
+                self._taint(doc.origin)
         self.complete = True

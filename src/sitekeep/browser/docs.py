@@ -1,0 +1,102 @@
+"""Reading documents over BiDi: what each live page or spare frame holds.
+
+Shared by save (``browser.save``) and restore (``browser.restore``). No value is logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sitekeep.browser.live import LiveBrowser
+from sitekeep.browser.scripts import READ
+from sitekeep.cookies import from_bidi
+from sitekeep.errors import BidiError, BidiTimeout
+from sitekeep.history import origin_of
+from sitekeep.model import Cookie
+
+__all__ = ["TIMEOUT", "DocRead", "frames_by_origin", "live_reads", "read_cookies", "read_docs"]
+
+TIMEOUT = "timeout"
+"""``DocRead.error`` of a read that got no answer within the BiDi timeout."""
+
+
+@dataclass(frozen=True, slots=True)
+class DocRead:
+    context: str
+    origin: str | None
+    trusted: bool
+    spare: bool
+    local: dict[str, str] | None
+    session: dict[str, str] | None
+    error: str | None
+
+    @classmethod
+    def parse(cls, context: str, raw: Mapping[str, Any]) -> DocRead:
+        origin = raw.get("origin")
+        return cls(
+            context=context,
+            origin=origin if origin and origin != "null" else None,
+            trusted=bool(raw.get("trusted")),
+            spare=bool(raw.get("spare")),
+            local=raw.get("local"),
+            session=raw.get("session"),
+            error=raw.get("error"),
+        )
+
+
+async def read_cookies(browser: LiveBrowser) -> list[Cookie]:
+    """The whole jar, httpOnly included, every domain (``storage.getCookies``)."""
+    result = await browser.conn.send("storage.getCookies", {})
+    return [from_bidi(raw, browser.ref.kind) for raw in result.get("cookies", [])]
+
+
+def _contexts(tree: Iterable[Mapping[str, Any]]) -> list[tuple[str, str | None]]:
+    """(context, parent) of every context in a ``browsingContext.getTree`` result."""
+    out: list[tuple[str, str | None]] = []
+    stack: list[tuple[Mapping[str, Any], str | None]] = [(node, None) for node in tree]
+    while stack:
+        node, parent = stack.pop()
+        out.append((str(node["context"]), parent))
+        stack.extend((child, str(node["context"])) for child in node.get("children") or ())
+    return out
+
+
+async def read_docs(browser: LiveBrowser, contexts: Sequence[str]) -> list[DocRead]:
+    """READ in each context, pipelined; each bounded by the BiDi timeout on its own (a
+    timed-out one comes back with ``error="timeout"``; one that went away is left out)."""
+
+    async def one(context: str) -> DocRead | None:
+        try:
+            raw = await browser.evaluate_json(READ, context == browser.context, context=context)
+        except BidiTimeout:
+            return DocRead(context, None, False, False, None, None, TIMEOUT)
+        except BidiError:
+            return None  # a frame that went away, or a page that cannot run script
+        return DocRead.parse(context, raw)
+
+    reads = await asyncio.gather(*(one(c) for c in contexts))
+    return [r for r in reads if r is not None]
+
+
+async def live_reads(browser: LiveBrowser, spare_contexts: Sequence[str] = ()) -> list[DocRead]:
+    tree = await browser.conn.send("browsingContext.getTree", {})
+    contexts = [c for c, _ in _contexts(tree.get("contexts", [])) if c not in spare_contexts]
+    return await read_docs(browser, contexts)
+
+
+async def frames_by_origin(
+    browser: LiveBrowser, tab: str, members: Sequence[str]
+) -> dict[str, str]:
+    """origin → context of a spare page on ``members[0]`` with frames on the rest."""
+    tree = await browser.conn.send("browsingContext.getTree", {"root": tab})
+    by_origin: dict[str, str] = {}
+    for node in tree.get("contexts", []):
+        by_origin[members[0]] = str(node["context"])
+        for child in node.get("children") or ():
+            child_origin = origin_of(str(child.get("url", "")))
+            if child_origin is not None:
+                by_origin.setdefault(child_origin, str(child["context"]))
+    return by_origin

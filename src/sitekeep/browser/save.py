@@ -1,0 +1,228 @@
+"""Save: what the browser holds, read as cheaply as exactness allows (SPEC §3 Save).
+
+A save reads the whole cookie jar, every live document (the main tab with its
+sessionStorage, popups, frames), takes exact copies from the leave tracker for the origins
+the browser has left, and reads only the rest through a background spare tab — every origin
+of one site in one navigation. It reports what it read and what it could not;
+``sitekeep.sitedata.compose`` applies the rules. No value is ever logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sitekeep.browser.docs import (
+    TIMEOUT,
+    DocRead,
+    frames_by_origin,
+    live_reads,
+    read_cookies,
+    read_docs,
+)
+from sitekeep.browser.live import LiveBrowser
+from sitekeep.browser.spare import SpareResponder
+from sitekeep.errors import BidiError, BidiTimeout, BrowserUnavailable
+from sitekeep.model import Cookie, SessionStorage
+from sitekeep.sites import group_by_site
+
+__all__ = ["SW_REASON", "SaveRead", "save_read"]
+
+log = logging.getLogger(__name__)
+
+SW_REASON = "a service worker answered: save while on this site"
+
+
+@dataclass
+class SaveRead:
+    """What a save read. ``local`` holds every origin read (empty ones included);
+    ``not_read`` maps each origin that failed or was not attempted to its reason."""
+
+    cookies: list[Cookie]
+    local: dict[str, dict[str, str]]
+    session: SessionStorage | None
+    not_read: dict[str, str]
+    spare_reads: int = 0
+    session_read: bool = True
+    """False when the main tab could not be read: its last sessionStorage stands."""
+
+
+async def save_read(
+    browser: LiveBrowser, history_origins: Sequence[str], *, deadline: float, full: bool = False
+) -> SaveRead:
+    """Read what a save needs (SPEC §3 Save steps 1–3).
+
+    Args:
+        browser: the live browser.
+        history_origins: the session's history, newest first.
+        deadline: seconds the spare-tab loop may take in all.
+        full: read every origin through the spare tab, ignoring the leave tracker (the
+            reference a fast save is compared against).
+
+    Raises:
+        BrowserUnavailable: BiDi is down (nothing is saved).
+    """
+    tracker = browser.tracker
+    tracker.begin()
+    jar, docs = await asyncio.gather(read_cookies(browser), live_reads(browser))
+    live: dict[str, dict[str, str]] = {}
+    tainted: set[str] = set()
+    session: SessionStorage | None = None
+    for doc in docs:
+        if doc.origin is None or doc.local is None:
+            continue
+        if doc.trusted:
+            live[doc.origin] = doc.local
+        else:
+            tainted.add(doc.origin)
+        if doc.context == browser.context and doc.session:
+            session = SessionStorage(doc.origin, doc.session)
+    tracker.reconcile({d.context: d.origin for d in docs if d.error is None})
+    local: dict[str, dict[str, str]] = {}
+    need: list[str] = []
+    for origin in history_origins:
+        if origin in live:
+            local[origin] = live[origin]
+            continue
+        copy = None if full or origin in tainted else tracker.copy(origin)
+        if copy is None:
+            need.append(origin)
+        else:
+            local[origin] = copy
+    main = next((d for d in docs if d.context == browser.context), None)
+    if main is not None and main.origin is not None and main.origin in live:
+        local[main.origin] = live[main.origin]
+    if need:
+        log.debug("save reads %d origins through the spare tab: %s", len(need), need)
+    read, not_read = await _spare_read(browser, need, deadline)
+    local.update(read)
+    if not tracker.complete and not not_read:
+        tracker.resync(local)
+    session_read = main is not None and main.error is None
+    return SaveRead(jar, local, session, not_read, len(need), session_read)
+
+
+async def _spare_read(
+    browser: LiveBrowser, origins: Sequence[str], deadline: float
+) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """Read each origin's localStorage in a background spare tab, a site per navigation.
+
+    Each read is bounded by the BiDi timeout, the loop by ``deadline`` seconds, and the loop
+    stops at the first timeout: what is left is named as not attempted.
+    """
+    if not origins:
+        return {}, {}
+    conn = browser.conn
+    stop_at = time.monotonic() + deadline
+    read: dict[str, dict[str, str]] = {}
+    not_read: dict[str, str] = {}
+    created = await conn.send("browsingContext.create", {"type": "tab", "background": True})
+    tab = str(created["context"])
+    try:
+        async with SpareResponder(conn, [tab]) as spare:
+            workers = await _read_sites(browser, spare, tab, origins, stop_at, read, not_read)
+            for origin in workers:
+                if time.monotonic() > stop_at:
+                    not_read[origin] = "not attempted: the save's deadline passed"
+                    continue
+                local = await _read_past_worker(browser, spare, tab, origin)
+                if local is None:
+                    browser.tracker.invalidate(origin)
+                    not_read[origin] = SW_REASON
+                else:
+                    read[origin] = local
+    finally:
+        with contextlib.suppress(BidiError, BrowserUnavailable):
+            await conn.send("browsingContext.close", {"context": tab})
+    return read, not_read
+
+
+async def _read_sites(
+    browser: LiveBrowser,
+    spare: SpareResponder,
+    tab: str,
+    origins: Sequence[str],
+    stop_at: float,
+    read: dict[str, dict[str, str]],
+    not_read: dict[str, str],
+) -> list[str]:
+    """Read site by site into ``read``/``not_read``; returns origins a worker answered."""
+    workers: list[str] = []
+    groups = list(group_by_site(origins).values())
+    for index, members in enumerate(groups):
+        if time.monotonic() > stop_at:
+            _skip_rest(groups[index:], not_read, "not attempted: the save's deadline passed")
+            break
+        try:
+            docs = await _visit(browser, spare, tab, members)
+        except BidiTimeout:
+            docs = {o: DocRead("", o, False, False, None, None, TIMEOUT) for o in members}
+        except BidiError as exc:
+            _skip_rest([members], not_read, f"could not be read: {exc.code}")
+            continue
+        for origin in members:
+            doc = docs.get(origin)
+            if doc is None:
+                not_read[origin] = "could not be read: its frame did not load"
+            elif doc.error == TIMEOUT:
+                not_read[origin] = "timed out"
+            elif not doc.spare:
+                workers.append(origin)
+            elif doc.local is None:
+                not_read[origin] = f"could not be read: {doc.error or 'no storage'}"
+            else:
+                read[origin] = doc.local
+        if any(d.error == TIMEOUT for d in docs.values()):
+            _skip_rest(groups[index + 1 :], not_read, "not attempted: an earlier read timed out")
+            break
+    return workers
+
+
+def _skip_rest(groups: Iterable[Sequence[str]], not_read: dict[str, str], reason: str) -> None:
+    for members in groups:
+        for origin in members:
+            not_read.setdefault(origin, reason)
+
+
+async def _visit(
+    browser: LiveBrowser, spare: SpareResponder, tab: str, members: Sequence[str]
+) -> dict[str, DocRead]:
+    """Stand ``tab`` on the site of ``members`` (the first on top, the rest in frames) and
+    read each; a read that timed out is kept, with ``error="timeout"``."""
+    await browser.conn.send(
+        "browsingContext.navigate",
+        {"context": tab, "url": spare.url(members[0], members[1:]), "wait": "complete"},
+    )
+    by_origin = await frames_by_origin(browser, tab, members)
+    origin_of_context = {c: o for o, c in by_origin.items()}
+    docs = await read_docs(browser, [by_origin[o] for o in members if o in by_origin])
+    return {origin_of_context[d.context]: d for d in docs}
+
+
+async def _read_past_worker(
+    browser: LiveBrowser, spare: SpareResponder, tab: str, origin: str
+) -> dict[str, str] | None:
+    """A service worker answered the spare frame. Stand on the origin at top level; on
+    Chromium a reload with ``ignoreCache`` bypassed the worker in the spike (§6). None
+    when the marker is still missing."""
+    try:
+        docs = await _visit(browser, spare, tab, [origin])
+        doc = docs.get(origin)
+        if doc is not None and doc.spare:
+            return doc.local
+        if browser.ref.kind != "chromium":
+            return None  # Firefox rejects reload(ignoreCache)
+        await browser.conn.send(
+            "browsingContext.reload", {"context": tab, "ignoreCache": True, "wait": "complete"}
+        )
+        reads = await read_docs(browser, [tab])
+    except BidiError:
+        return None
+    doc = reads[0] if reads else None
+    if doc is None or not doc.spare or doc.origin != origin:
+        return None
+    return doc.local
