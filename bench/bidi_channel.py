@@ -44,23 +44,14 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service as ChromeService
 
 from sitekeep.browser.bidi import BidiConnection
+from sitekeep.browser.driver import CHROMIUM_ARGS
 
 warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"selenium(\.|$)")
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-gpu",
-    "--host-resolver-rules=MAP *.example.test 127.0.0.1",
-]
+FLAGS = ["--no-sandbox", *CHROMIUM_ARGS, "--host-resolver-rules=MAP *.example.test 127.0.0.1"]
 CALLS = 50
 BATCHES = 5
 

@@ -14,15 +14,20 @@ sitekeep and Playwright alternate run by run in one process, so machine noise hi
   ``context.storage_state()`` on one context with one page.
 * **save full=True** — ``save_site_data(..., full=True)``: every origin read through the
   spare tab, ignoring the copies captured on leave. Same Playwright column.
-* **restore + land** — sitekeep: a fresh browser (``service.browsers.start``, not timed),
-  then ``restore(live, snapshot, o0/__fixture/page?title=landed)``. Playwright: on
-  an already-launched browser, ``new_context(storage_state=state)`` + ``new_page()`` +
-  ``goto(land)``. Each run is checked after the clock stops: title ``landed``,
-  ``localStorage.length == 10`` on o0, 3·N cookies in the jar.
+* **restore + land** — sitekeep: a browser from the warm pool (``service.browsers.start``,
+  not timed; the pool holds one started, never-used browser, as ``sitekeep serve`` keeps
+  by default; after each sitekeep run, untimed, the pool refills and its new browser
+  idles for ``POOL_IDLE`` = 1 s, as between a user's opens), then ``restore(live,
+  snapshot, o0/__fixture/page?title=landed)``. Playwright: on an already-launched browser,
+  ``new_context(storage_state=state)`` + ``new_page()`` + ``goto(land)``. Each run is
+  checked after the clock stops: title ``landed``, ``localStorage.length == 10`` on o0,
+  3·N cookies in the jar.
+* **restore + land, cold browser** — the same into a browser started just before (no
+  pool): a Chromium in its first second restores about a third slower.
 * **open_session** — the whole reopen. sitekeep: ``open_session`` on a session whose
-  browser was closed, with a saved snapshot (chromedriver session + Chromium start +
-  restore + land). Playwright: ``chromium.launch`` + ``new_context(storage_state)`` +
-  ``new_page`` + ``goto``. Same checks.
+  browser was closed, with a saved snapshot (a warm browser from the pool + restore +
+  land). Playwright: ``chromium.launch`` + ``new_context(storage_state)`` + ``new_page``
+  + ``goto``. Same checks.
 
 Both browsers are ``/usr/bin/chromium``, headless, with the same flags and host rules
 (sitekeep adds its own defaults, e.g. ``--window-size``); Playwright is never installed
@@ -72,6 +77,7 @@ from sitekeep.browser import docs as docs_mod  # noqa: E402
 from sitekeep.browser import restore as restore_mod  # noqa: E402
 from sitekeep.browser import save as save_mod  # noqa: E402
 from sitekeep.browser.bidi import BidiConnection  # noqa: E402
+from sitekeep.browser.driver import CHROMIUM_ARGS  # noqa: E402
 from sitekeep.browser.live import LiveBrowser  # noqa: E402
 from sitekeep.browser.manager import BrowserManager  # noqa: E402
 from sitekeep.browser.spare import SpareResponder  # noqa: E402
@@ -82,15 +88,12 @@ from sitekeep.service import Service  # noqa: E402
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
     "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-gpu",
+    *(arg for arg in CHROMIUM_ARGS if arg != "--headless"),  # Playwright adds its own
     "--host-resolver-rules=MAP *.example.test 127.0.0.1",
 ]
 WHO = Principal("bench", "bench")
+POOL_IDLE = 1.0
+"""Seconds a pooled browser idles before it is taken (opens are seconds apart)."""
 KEYS_PER_ORIGIN = 10
 TARGETS = {"save": (20, 1 / 3), "restore + land": (None, 1 / 2)}
 """operation → (the size the target applies to, None for every size; the highest ratio)."""
@@ -203,11 +206,19 @@ class Bench:
     def pw_launch(self) -> Awaitable[Browser]:
         return self.pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
 
+    async def settle(self) -> None:
+        """Untimed, after each sitekeep run: let the pool refill and its new browser idle
+        for a second, as it does between a user's opens, before the next run of either
+        tool — so the refill never runs beside a timed Playwright run either."""
+        await self.service.browsers.pool_ready()
+        await asyncio.sleep(POOL_IDLE)
+
     async def size(self, n: int, phases: bool) -> dict[str, Series]:
         key = f"n{n}"
         pages = setup_pages(self.sites, n)
         land = land_url(self.sites)
         service = self.service
+        settle = self.settle
 
         # The same pages, in the same order, in both tools.
         await service.open_session(WHO, key=key)
@@ -261,10 +272,8 @@ class Bench:
         snapshot = await service._load_snapshot(WHO.tenant, key)
         assert snapshot is not None
 
-        restore = out["restore + land"] = Series()
-
-        async def sk_restore() -> float:
-            live = await service.browsers.start("chromium")
+        async def sk_restore_into(pooled: bool) -> float:
+            live = await service.browsers.start("chromium", pooled=pooled)
             try:
                 start = self.clock()
                 report = await restore_mod.restore(live, snapshot, land, now=time.time())
@@ -273,9 +282,11 @@ class Bench:
                 await self.verify_sitekeep(live, n)
             finally:
                 await service.browsers.close(live.ref)
+                service.browsers.replenish()  # as the service does once an open is done
+                await settle()
             return took
 
-        async def pw_restore() -> float:
+        async def pw_restore_into(series: Series) -> float:
             start = time.perf_counter()
             ctx = await self.pw_browser.new_context(storage_state=state)  # type: ignore[arg-type]
             t_ctx = ms(start)
@@ -283,16 +294,23 @@ class Bench:
             t_page = ms(start)
             await page.goto(land)
             took = ms(start)
-            restore.note("pw new_context", t_ctx)
-            restore.note("pw new_page", t_page - t_ctx)
-            restore.note("pw goto", took - t_page)
+            series.note("pw new_context", t_ctx)
+            series.note("pw new_page", t_page - t_ctx)
+            series.note("pw goto", took - t_page)
             await self.verify_playwright(ctx, page, n)
             await ctx.close()
             return took
 
-        await interleave(self.runs, restore, sk_restore, pw_restore)
+        restore = out["restore + land"] = Series()
+        await interleave(
+            self.runs, restore, lambda: sk_restore_into(True), lambda: pw_restore_into(restore)
+        )
+        cold = out["restore + land, cold browser"] = Series()
+        await interleave(
+            self.runs, cold, lambda: sk_restore_into(False), lambda: pw_restore_into(cold)
+        )
         if phases:
-            await self.trace(f"restore + land, N={n}", sk_restore)
+            await self.trace(f"restore + land, N={n}", lambda: sk_restore_into(True))
 
         opened = out["open_session"] = Series()
 
@@ -308,6 +326,7 @@ class Bench:
             live = await service.browsers.attach(record.browser)
             assert live is not None
             await self.verify_sitekeep(live, n)
+            await settle()
             return took
 
         async def pw_open() -> float:
@@ -532,10 +551,17 @@ def print_tables(results: dict[int, dict[str, Series]]) -> list[str]:
     titles = {
         "save": "save: sitekeep save_site_data vs Playwright context.storage_state()",
         "save full=True": "save full=True (every origin via the spare tab) vs storage_state()",
-        "restore + land": "restore + land into an already-started browser",
-        "open_session": "open_session (browser start + restore + land) vs launch + restore",
+        "restore + land": "restore + land into a warm browser (from the pool)",
+        "restore + land, cold browser": "restore + land into a browser started just before",
+        "open_session": "open_session (pooled browser + restore + land) vs launch + restore",
     }
-    for op in ("save", "save full=True", "restore + land", "open_session"):
+    for op in (
+        "save",
+        "save full=True",
+        "restore + land",
+        "restore + land, cold browser",
+        "open_session",
+    ):
         if op not in operations:
             continue
         table = Table(title=titles[op])
@@ -572,7 +598,8 @@ async def main(runs: int, sizes: list[int], phases: bool) -> None:
     settings = Settings(
         data_dir=Path(tmp.name), browser_args=tuple(FLAGS), session_store="memory://"
     )
-    service = Service.from_settings(settings)
+    service = Service.from_settings(settings)  # warm_browsers=1, as `sitekeep serve` runs
+    await service.browsers.warm_up()
     results: dict[int, dict[str, Series]] = {}
     started = time.time()
     try:
@@ -588,6 +615,7 @@ async def main(runs: int, sizes: list[int], phases: bool) -> None:
             await pw_browser.close()
     finally:
         await service.browsers.close_all()
+        await service.aclose()
         if service.browsers.local_driver is not None:
             service.browsers.local_driver.stop()
         await service.aclose()

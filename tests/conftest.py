@@ -49,6 +49,7 @@ def settings(tmp_path: Path, driver_url: str) -> Settings:
         webdriver_url=driver_url,
         browser_args=HOST_RULES,
         session_store="memory://",
+        warm_browsers=0,  # the pool has its own test; elsewhere it would only add load
     )
 
 

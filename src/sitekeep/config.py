@@ -50,6 +50,8 @@ class Settings(BaseSettings):
     snapshot_cap: int = Field(default=1_000_000, gt=0)
     session_ttl: float = Field(default=24 * 3600.0, gt=0)
     history_cap: int = Field(default=100, gt=0)
+    warm_browsers: int = Field(default=1, ge=0, le=16)
+    """Started, never-used browsers kept ready for fast opens (SPEC §13 warm pool)."""
     host: str = "127.0.0.1"
     port: int = Field(default=8700, ge=1, le=65535)
 

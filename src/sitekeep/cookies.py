@@ -16,17 +16,22 @@ this machine (research/bidi-spike.md §1):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from email.utils import formatdate
 from typing import Any
+from urllib.parse import urlsplit
 
 from sitekeep.model import BrowserKind, Cookie, SameSite
 
 __all__ = [
+    "attributes",
     "cookie_host",
     "covers_host",
     "from_bidi",
     "is_unexpired",
     "keys",
+    "set_by_response",
     "to_bidi",
+    "to_set_cookie",
 ]
 
 _SAME_SITE: frozenset[str] = frozenset({"strict", "lax", "none", "default"})
@@ -123,3 +128,57 @@ def cookie_host(cookie: Cookie) -> str:
 def keys(cookies: Sequence[Cookie]) -> set[tuple[str, str, str]]:
     """(name, domain, path) of each cookie: a cookie's identity in a jar (RFC 6265bis §5.7)."""
     return {(c.name, c.domain, c.path) for c in cookies}
+
+
+def attributes(cookie: Cookie) -> tuple[Any, ...]:
+    """What must survive a write: name, domain, path, value and every attribute."""
+    return (
+        cookie.name,
+        cookie.domain,
+        cookie.path,
+        cookie.value,
+        cookie.http_only,
+        cookie.secure,
+        cookie.same_site,
+        cookie.expiry,
+    )
+
+
+_HEADER_SAFE = frozenset(chr(c) for c in range(0x21, 0x7F)) - set(';",\\')
+
+
+def to_set_cookie(cookie: Cookie) -> str | None:
+    """The ``Set-Cookie`` header value that stores ``cookie`` (RFC 6265bis §4.1), or None
+    when a header cannot say it (a CHIPS partition, a value or name outside the header's
+    safe ASCII, ``SameSite=None`` without ``Secure``)."""
+    if cookie.partition_key or cookie.extras.get("bidi:valueType") == "base64":
+        return None
+    if not set(cookie.name) <= _HEADER_SAFE - {"="} or not set(cookie.value) <= _HEADER_SAFE:
+        return None
+    if cookie.same_site == "none" and not cookie.secure:
+        return None
+    parts = [f"{cookie.name}={cookie.value}", f"Path={cookie.path}"]
+    if cookie.domain.startswith("."):
+        parts.append(f"Domain={cookie.domain[1:]}")
+    if cookie.expiry is not None:
+        parts.append(f"Expires={formatdate(cookie.expiry, usegmt=True)}")
+    if cookie.secure:
+        parts.append("Secure")
+    if cookie.http_only:
+        parts.append("HttpOnly")
+    if cookie.same_site != "default":
+        parts.append(f"SameSite={cookie.same_site.capitalize()}")
+    return "; ".join(parts)
+
+
+def set_by_response(cookie: Cookie, origin: str) -> bool:
+    """Whether a response from ``origin`` may store ``cookie`` as it is (RFC 6265bis §5.7):
+    its host is the cookie's (host-only) or within its domain, and its scheme is https
+    exactly when the cookie is ``Secure`` — so the stored cookie keeps its source scheme."""
+    parts = urlsplit(origin)
+    host = (parts.hostname or "").lower()
+    if (parts.scheme == "https") != cookie.secure:
+        return False
+    if cookie.domain.startswith("."):
+        return covers_host(cookie, host)
+    return host == cookie.domain.lower()

@@ -214,17 +214,25 @@ class Service:
         self, record: SessionRecord, *, land: str | None, restore_data: bool
     ) -> tuple[LiveBrowser, dict[str, Any] | None]:
         live = await self.browsers.start(record.kind, insecure=record.insecure)
+        try:
+            return live, await self._fill_new_browser(live, record, land, restore_data)
+        finally:
+            self.browsers.replenish()
+
+    async def _fill_new_browser(
+        self, live: LiveBrowser, record: SessionRecord, land: str | None, restore_data: bool
+    ) -> dict[str, Any] | None:
         snapshot = None
         if restore_data and not record.insecure:
             snapshot = await self._load_snapshot(record.tenant, record.key)
         if snapshot is None:
             if land:
                 await live.navigate(land)
-            return live, None
+            return None
         report = await restore(live, snapshot, land, now=self._clock())
         if not report.restored and not report.skipped:
-            return live, None
-        return live, {**report.as_json(), "uri": self._site_data_uri(record.key)}
+            return None
+        return {**report.as_json(), "uri": self._site_data_uri(record.key)}
 
     @staticmethod
     def _site_data_uri(key: str) -> str:

@@ -85,6 +85,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.service = Service.from_settings(settings)
         app.state.tokens = TokenStore(settings.database)
+        await app.state.service.browsers.warm_up()
         try:
             yield
         finally:

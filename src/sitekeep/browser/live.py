@@ -12,10 +12,16 @@ from typing import Any
 
 from sitekeep.browser.bidi import BidiConnection
 from sitekeep.browser.tracker import LeaveTracker
-from sitekeep.errors import BidiError, BidiTimeout, NavigationFailed, NoHistoryEntry
+from sitekeep.errors import (
+    BidiError,
+    BidiTimeout,
+    BrowserUnavailable,
+    NavigationFailed,
+    NoHistoryEntry,
+)
 from sitekeep.model import BrowserRef
 
-__all__ = ["LiveBrowser", "PageInfo"]
+__all__ = ["LiveBrowser", "Loads", "PageInfo"]
 
 _NET_ERROR = re.compile(r"(net::ERR_[A-Z_]+|NS_ERROR_[A-Z_]+)")
 """The error name in a failed navigation's message (Chromium, Firefox); never the URL."""
@@ -146,47 +152,67 @@ class LiveBrowser:
                 await asyncio.sleep(0.02)
 
     @contextlib.asynccontextmanager
-    async def load_waiter(self) -> AsyncIterator[Any]:
-        """Yields ``wait(timeout)``: resolves at the main tab's next ``browsingContext.load``."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-
-        def on_load(params: dict[str, Any]) -> None:
-            if params.get("context") == self.context and not future.done():
-                future.set_result(None)
-
-        remove = self.conn.add_listener("browsingContext.load", on_load)
-        subscription = await self.conn.subscribe(["browsingContext.load"], [self.context])
-
-        async def wait(timeout: float) -> None:
-            try:
-                async with asyncio.timeout(timeout):
-                    await future
-            except TimeoutError:
-                raise BidiTimeout("browsingContext.load", timeout) from None
-
+    async def loads(self) -> AsyncIterator[Loads]:
+        """One ``browsingContext.load`` subscription for the main tab, for as many
+        navigations as the block makes (each :meth:`replace` would otherwise subscribe)."""
+        loads = Loads(self.context)
+        remove = self.conn.add_listener("browsingContext.load", loads.on_load)
         try:
-            yield wait
+            subscription = await self.conn.subscribe(["browsingContext.load"], [self.context])
+        except BaseException:
+            remove()
+            raise
+        try:
+            yield loads
         finally:
             remove()
-            with contextlib.suppress(BidiError):
+            with contextlib.suppress(BidiError, BrowserUnavailable):
                 await self.conn.unsubscribe(subscription)
 
-    async def replace(self, url: str, *, timeout: float | None = None) -> None:
-        """Navigate the main tab with ``location.replace``: the page it leaves gets no
-        history entry, so ``back()`` never returns to a spare page (HTML §Location)."""
-        async with self.load_waiter() as loaded:
-            await self.conn.send(
-                "script.callFunction",
-                {
-                    "functionDeclaration": "(u) => { location.replace(u); }",
-                    "arguments": [_local(url)],
-                    "target": {"context": self.context},
-                    "awaitPromise": False,
-                    "resultOwnership": "none",
-                },
-            )
-            await loaded(timeout or self.navigation_timeout)
+    async def replace(
+        self, url: str, *, timeout: float | None = None, loads: Loads | None = None
+    ) -> None:
+        """Navigate the main tab with ``location.replace`` and wait for its load: the page
+        it leaves gets no history entry, so ``back()`` never returns to a spare page
+        (HTML §Location). ``loads`` reuses a subscription from :meth:`loads`."""
+        if loads is None:
+            async with self.loads() as own:
+                await self.replace(url, timeout=timeout, loads=own)
+            return
+        loaded = loads.expect()
+        await self.conn.send(
+            "script.callFunction",
+            {
+                "functionDeclaration": "(u) => { location.replace(u); }",
+                "arguments": [_local(url)],
+                "target": {"context": self.context},
+                "awaitPromise": False,
+                "resultOwnership": "none",
+            },
+        )
+        limit = timeout or self.navigation_timeout
+        try:
+            async with asyncio.timeout(limit):
+                await loaded
+        except TimeoutError:
+            raise BidiTimeout("browsingContext.load", limit) from None
+
+
+class Loads:
+    """The main tab's ``browsingContext.load`` events, one future per expected load."""
+
+    def __init__(self, context: str) -> None:
+        self._context = context
+        self._next: asyncio.Future[None] | None = None
+
+    def expect(self) -> asyncio.Future[None]:
+        """A future for the next load (set it up before starting the navigation)."""
+        self._next = asyncio.get_running_loop().create_future()
+        return self._next
+
+    def on_load(self, params: dict[str, Any]) -> None:
+        if params.get("context") == self._context and self._next and not self._next.done():
+            self._next.set_result(None)
 
 
 def _local(value: Any) -> dict[str, Any]:

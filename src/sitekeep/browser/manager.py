@@ -1,15 +1,24 @@
-"""Starting, reattaching and closing browsers (SPEC §2).
+"""Starting, reattaching and closing browsers (SPEC §2), and the warm pool (SPEC §13).
 
 Correctness never depends on this object's memory: a browser is found again from its
 ``BrowserRef`` alone (stateless reattach). The per-process cache of open BiDi sockets is
 an optimisation — and it is what lets the leave tracker see every document leave.
+
+The warm pool keeps ``warm_browsers`` started, never-used Chromium browsers ready. A new
+session takes one instead of waiting for a WebDriver session (about 0.6 s here), and a
+browser that has idled a moment restores a third faster than one started just now
+(``bench/save_restore.py``). Pool browsers never held a page, so they need no wipe. Their
+refs are kept in ``<data dir>/warm/<pid>.json``; a later process ends the ones a dead
+process left behind.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import os
 from dataclasses import replace
 
 import anyio.to_thread
@@ -55,6 +64,9 @@ class BrowserManager:
             else LocalChromedriver(settings.data_dir, settings.chromedriver)
         )
         self._live: dict[str, LiveBrowser] = {}
+        self._warm: list[LiveBrowser] = []
+        self._filling: set[asyncio.Task[None]] = set()
+        self._pool_file = settings.data_dir / "warm" / f"{os.getpid()}.json"
 
     @property
     def local_driver(self) -> LocalChromedriver | None:
@@ -67,12 +79,24 @@ class BrowserManager:
         assert self._local is not None
         return await anyio.to_thread.run_sync(self._local.ensure)
 
-    async def start(self, kind: BrowserKind, *, insecure: bool = False) -> LiveBrowser:
-        """A new browser, tracked from birth, on ``about:blank``.
+    async def start(
+        self, kind: BrowserKind, *, insecure: bool = False, pooled: bool = True
+    ) -> LiveBrowser:
+        """A new browser, tracked from birth, that has loaded no page: from the warm pool
+        when one there fits (Chromium, secure) and ``pooled``, else started now.
 
         Raises:
             BrowserUnavailable: no browser could be started.
         """
+        if pooled and kind == "chromium" and not insecure:
+            while self._warm:
+                live = self._warm.pop(0)
+                self._save_pool()
+                if not live.conn.closed:
+                    return live
+        return await self._launch(kind, insecure)
+
+    async def _launch(self, kind: BrowserKind, insecure: bool) -> LiveBrowser:
         spec = SessionSpec(kind, self._settings.chromium, self._settings.browser_args, insecure)
         ref = await anyio.to_thread.run_sync(create_session, await self.endpoint(), spec)
         try:
@@ -151,12 +175,89 @@ class BrowserManager:
                 await live.conn.close()
         await delete_session(ref.endpoint, ref.session_id)
 
+    # -- the warm pool --------------------------------------------------------------------
+
+    @property
+    def warm(self) -> int:
+        """How many started browsers wait in the pool now."""
+        return len(self._warm)
+
+    async def warm_up(self) -> None:
+        """End the pool browsers dead processes left behind, then fill the pool (in the
+        background; a failure to start one is logged, and the next open starts its own)."""
+        await self._end_leftovers()
+        self._refill()
+
+    async def pool_ready(self) -> None:
+        """Wait until the pool is filled (for benchmarks and tests)."""
+        while self._filling:
+            await asyncio.gather(*list(self._filling), return_exceptions=True)
+
+    def replenish(self) -> None:
+        """Start refilling the pool in the background. Called once an open is done, not
+        when the browser is taken: a browser starting beside a restore slows it down."""
+        self._refill()
+
+    def _refill(self) -> None:
+        for _ in range(self._settings.warm_browsers - len(self._warm) - len(self._filling)):
+            task = asyncio.get_running_loop().create_task(self._fill_one(), name="warm-browser")
+            self._filling.add(task)
+            task.add_done_callback(self._filling.discard)
+
+    async def _fill_one(self) -> None:
+        try:
+            live = await self._launch("chromium", False)
+        except Exception as exc:  # the pool is an optimisation: an open will start its own
+            log.warning("could not start a warm browser: %s", exc)
+            return
+        self._warm.append(live)
+        self._save_pool()
+
+    def _save_pool(self) -> None:
+        refs = [[w.ref.endpoint, w.ref.session_id] for w in self._warm]
+        try:
+            self._pool_file.parent.mkdir(parents=True, exist_ok=True)
+            self._pool_file.write_text(json.dumps(refs), encoding="utf-8")
+        except OSError as exc:
+            log.warning("could not record the warm pool: %s", exc)
+
+    async def _end_leftovers(self) -> None:
+        folder = self._pool_file.parent
+        for path in folder.glob("*.json") if folder.is_dir() else ():
+            if path == self._pool_file or _pid_alive(path.stem):
+                continue
+            try:
+                refs = json.loads(path.read_text(encoding="utf-8"))
+                for endpoint, session_id in refs:
+                    await delete_session(str(endpoint), str(session_id))
+                path.unlink()
+            except (OSError, ValueError, TypeError) as exc:
+                log.warning("could not end a dead process's warm browsers: %s", exc)
+
     async def close_all(self) -> None:
         """End every browser this process has reached (tests, an operator's shutdown)."""
         for live in list(self._live.values()):
             await self.close(live.ref)
 
     async def aclose(self) -> None:
-        """Close this process's sockets; the browsers live on (stateless reattach)."""
+        """End the warm pool; close this process's sockets — session browsers live on
+        (stateless reattach)."""
+        # Not cancelled: a WebDriver session being created in a thread would be orphaned.
+        await self.pool_ready()
+        warm, self._warm = self._warm, []
+        for live in warm:
+            await self.close(live.ref)
+        with contextlib.suppress(OSError):
+            self._pool_file.unlink()
         lives, self._live = list(self._live.values()), {}
         await asyncio.gather(*(live.conn.close() for live in lives), return_exceptions=True)
+
+
+def _pid_alive(name: str) -> bool:
+    try:
+        os.kill(int(name), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True

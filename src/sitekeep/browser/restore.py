@@ -1,16 +1,20 @@
 """Restore: write a snapshot into a fresh browser, then land (SPEC §3 Restore).
 
-Order: every unexpired cookie (``storage.setCookie``, pipelined, then checked against the
-jar — Chromium answers success for cookies it drops); then the storage, site by site,
-through spare pages in the main tab; then the main tab lands on the URL (or
-``about:blank``). Fully restored when it returns. Best effort: nothing here raises; what
-could not be written is reported in ``skipped``.
+Order: every unexpired cookie, then the storage, site by site, through spare pages in the
+main tab, then the jar is checked against the snapshot (Chromium answers success for
+cookies it drops) and the main tab lands on the URL (or ``about:blank``). Fully restored
+when it returns. Best effort: nothing here raises; what could not be written is reported
+in ``skipped``.
 
 As few navigations as correctness allows:
 
 * A spare page carries its writes inline: the top page and each same-site frame write
   their own origin's storage as they are parsed and acknowledge to the top, so a whole
   site costs one navigation and one ``script.callFunction`` — no round trip per origin.
+* A spare response also carries, as ``Set-Cookie`` headers, the cookies it may store as
+  they are (its host, its scheme): no ``storage.setCookie`` round trip for those. The rest
+  (other hosts, CHIPS partitions) go through ``storage.setCookie``, pipelined; whatever
+  the jar then does not hold exactly as saved is written again through it.
 * When the landing origin is the only one with storage (one app, the common case), there
   is no spare page at all: a one-shot preload script writes its storage into the landing
   page before the page's own scripts run (``scripts.landing_preload``).
@@ -27,10 +31,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sitekeep.browser.docs import read_cookies
-from sitekeep.browser.live import LiveBrowser
+from sitekeep.browser.live import LiveBrowser, Loads
 from sitekeep.browser.scripts import ACKS, LANDED, inline_write, landing_preload
-from sitekeep.browser.spare import SpareResponder
-from sitekeep.cookies import cookie_host, is_unexpired, to_bidi
+from sitekeep.browser.spare import SparePage, SpareResponder
+from sitekeep.cookies import (
+    attributes,
+    cookie_host,
+    is_unexpired,
+    set_by_response,
+    to_bidi,
+    to_set_cookie,
+)
 from sitekeep.errors import BidiError, BrowserUnavailable
 from sitekeep.history import host_of, origin_of
 from sitekeep.model import Cookie, SiteData, Skipped
@@ -77,23 +88,136 @@ async def restore(
     Returns:
         The hosts written and what was skipped, never a value.
     """
-    report = RestoreReport()
-    await _restore_cookies(browser, snapshot.cookies, now, report)
-    payloads = _payloads(snapshot)
-    landing = origin_of(land) if land else None
-    written: dict[str, dict[str, str]] = {}
+    job = _Restore(browser, snapshot, now)
     browser.tracker.begin()
-    if landing is not None and set(payloads) == {landing}:
-        await _land_with_preload(browser, land or "", payloads[landing], report)
-        return report
-    if payloads:
-        await _restore_storage(browser, payloads, snapshot, report, written)
-    try:
-        await browser.replace(land or "about:blank")
-    except (BidiError, BrowserUnavailable) as exc:
-        report.skip(land or "about:blank", f"landing failed: {_code(exc)}")
-    browser.tracker.wrote(written)
-    return report
+    async with browser.loads() as loads:
+        job.loads = loads
+        await job.run(land)
+    browser.tracker.wrote(job.written)
+    return job.report
+
+
+class _Restore:
+    """One restore's state: what to write, what was written, the report."""
+
+    def __init__(self, browser: LiveBrowser, snapshot: SiteData, now: float) -> None:
+        self.browser = browser
+        self.snapshot = snapshot
+        self.cookies = [c for c in snapshot.cookies if is_unexpired(c, now)]
+        self.payloads = _payloads(snapshot)
+        self.report = RestoreReport()
+        self.written: dict[str, dict[str, str]] = {}
+        self.loads: Loads | None = None
+
+    async def run(self, land: str | None) -> None:
+        landing = origin_of(land) if land else None
+        if land and landing is not None and set(self.payloads) == {landing}:
+            await _set_cookies(self.browser, self.cookies)
+            await _check_cookies(self.browser, self.cookies, self.report)
+            await self.land_with_preload(land, self.payloads[landing])
+            return
+        carried = _carriers(self.cookies, list(self.payloads))
+        riding = {id(c) for cs in carried.values() for c in cs}
+        await _set_cookies(self.browser, [c for c in self.cookies if id(c) not in riding])
+        landed: asyncio.Task[None] | None = None
+        if self.payloads:
+            try:
+                async with SpareResponder(self.browser.conn, [self.browser.context]) as spare:
+                    await self.write_storage(spare, carried)
+                    await _check_cookies(self.browser, self.cookies, self.report)
+                    # The landing loads while the spare page's intercept is torn down: the
+                    # intercept matches only the reserved path, so it cannot hold it up.
+                    landed = asyncio.get_running_loop().create_task(self.land(land))
+            except (BidiError, BrowserUnavailable) as exc:
+                self.skip_unwritten(_code(exc))
+        if landed is None:
+            await _check_cookies(self.browser, self.cookies, self.report)
+            await self.land(land)
+        else:
+            await landed
+
+    def skip_unwritten(self, reason: str) -> None:
+        for origin in self.payloads:
+            if origin not in self.written:
+                self.report.skip(host_of(origin), f"storage not written: {reason}")
+
+    async def land(self, land: str | None) -> None:
+        try:
+            await self.browser.replace(land or "about:blank", loads=self.loads)
+        except (BidiError, BrowserUnavailable) as exc:
+            self.report.skip(land or "about:blank", f"landing failed: {_code(exc)}")
+
+    async def write_storage(
+        self, spare: SpareResponder, carried: Mapping[str, Sequence[Cookie]]
+    ) -> None:
+        """Each site's storage through one spare page in the main tab (frames for the
+        rest), with the cookies ``carried`` on their responses."""
+        session = self.snapshot.session
+        for members in group_by_site(self.payloads).values():
+            if session is not None and session.origin in members:
+                members = [session.origin, *(m for m in members if m != session.origin)]
+            acks = await self.write_site(spare, members, carried)
+            for origin in members:
+                result = acks.get(origin, "its spare page did not load")
+                if result == "ok":
+                    self.report.add_host(host_of(origin))
+                    self.written[origin] = dict(self.payloads[origin].get("local") or {})
+                else:
+                    self.report.skip(host_of(origin), f"storage not written: {result}")
+
+    async def write_site(
+        self,
+        spare: SpareResponder,
+        members: Sequence[str],
+        carried: Mapping[str, Sequence[Cookie]],
+    ) -> dict[str, str]:
+        """One navigation: the top page and a frame per other origin write as they parse."""
+        pages = {
+            o: SparePage(
+                script=inline_write(self.payloads[o], top=(i == 0)),
+                set_cookie=tuple(v for c in carried.get(o, ()) if (v := to_set_cookie(c))),
+            )
+            for i, o in enumerate(members)
+        }
+        url = spare.url(members[0], members[1:], pages)
+        browser = self.browser
+        try:
+            await browser.replace(url, timeout=browser.conn.timeout, loads=self.loads)
+            acks = await browser.evaluate_json(ACKS, len(members), await_promise=True)
+        except BidiError as exc:
+            return dict.fromkeys(members, _code(exc))
+        return {str(k): str(v) for k, v in acks.items()}
+
+    async def land_with_preload(self, land: str, payload: Mapping[str, Any]) -> None:
+        """Land, with the landing origin's storage written by a one-shot preload script;
+        if the page never reached that origin (a redirect elsewhere), write it through a
+        spare page in a background tab instead."""
+        browser, report = self.browser, self.report
+        conn = browser.conn
+        origin = origin_of(land) or ""
+        result = "not written"
+        try:
+            added = await conn.send(
+                "script.addPreloadScript",
+                {
+                    "functionDeclaration": landing_preload(origin, payload),
+                    "contexts": [browser.context],
+                },
+            )
+            try:
+                await browser.replace(land, loads=self.loads)
+            finally:
+                with contextlib.suppress(BidiError, BrowserUnavailable):
+                    await conn.send("script.removePreloadScript", {"script": added["script"]})
+            result = str(await browser.evaluate_json(LANDED))
+        except (BidiError, BrowserUnavailable) as exc:
+            report.skip(land, f"landing failed: {_code(exc)}")
+        if result != "ok":
+            result = await _write_in_background(browser, origin, payload)
+        if result == "ok":
+            report.add_host(host_of(origin))
+        else:
+            report.skip(host_of(origin), f"storage not written: {result}")
 
 
 def _code(exc: BaseException) -> str:
@@ -110,62 +234,59 @@ def _payloads(snapshot: SiteData) -> Payloads:
     return payloads
 
 
-async def _restore_cookies(
-    browser: LiveBrowser, cookies: Sequence[Cookie], now: float, report: RestoreReport
-) -> None:
-    live = [c for c in cookies if is_unexpired(c, now)]
-    if not live:
-        return
+def _carriers(cookies: Sequence[Cookie], origins: Sequence[str]) -> dict[str, list[Cookie]]:
+    """origin → the cookies its spare response sets with ``Set-Cookie`` headers: each
+    cookie rides on the first spare page that may store it as it is (no extra round trip
+    per cookie); the rest go through ``storage.setCookie``."""
+    carried: dict[str, list[Cookie]] = {}
+    for cookie in cookies:
+        if to_set_cookie(cookie) is None:
+            continue
+        origin = next((o for o in origins if set_by_response(cookie, o)), None)
+        if origin is not None:
+            carried.setdefault(origin, []).append(cookie)
+    return carried
+
+
+async def _set_cookies(browser: LiveBrowser, cookies: Sequence[Cookie]) -> None:
+    """``storage.setCookie`` for each, pipelined; outcomes are judged by the jar after."""
     kind = browser.ref.kind
-    results = await asyncio.gather(
-        *(browser.conn.send("storage.setCookie", {"cookie": to_bidi(c, kind)}) for c in live),
+    await asyncio.gather(
+        *(browser.conn.send("storage.setCookie", {"cookie": to_bidi(c, kind)}) for c in cookies),
         return_exceptions=True,
     )
-    try:
-        jar = {(c.name, c.domain, c.path) for c in await read_cookies(browser)}
-    except (BidiError, BrowserUnavailable):
-        jar = None
-    for cookie, result in zip(live, results, strict=True):
-        host = cookie_host(cookie)
-        if isinstance(result, BaseException):
-            report.skip(host, f"cookie {cookie.name!r} was refused: {_code(result)}")
-        elif jar is not None and (cookie.name, cookie.domain, cookie.path) not in jar:
-            report.skip(host, f"cookie {cookie.name!r} was dropped by the browser")
-        else:
-            report.add_host(host)
 
 
-async def _land_with_preload(
-    browser: LiveBrowser, land: str, payload: Mapping[str, Any], report: RestoreReport
+async def _check_cookies(
+    browser: LiveBrowser, cookies: Sequence[Cookie], report: RestoreReport
 ) -> None:
-    """Land, with the landing origin's storage written by a one-shot preload script; if
-    the page never reached that origin (a redirect elsewhere), write it through a spare
-    page in a background tab instead."""
-    conn = browser.conn
-    origin = origin_of(land) or ""
-    result = "not written"
+    """Compare the jar with what was meant (Chromium answers success for cookies it
+    drops); write again, through ``storage.setCookie``, each one not stored as saved."""
+    if not cookies:
+        return
     try:
-        added = await conn.send(
-            "script.addPreloadScript",
-            {
-                "functionDeclaration": landing_preload(origin, payload),
-                "contexts": [browser.context],
-            },
-        )
-        try:
-            await browser.replace(land)
-        finally:
-            with contextlib.suppress(BidiError, BrowserUnavailable):
-                await conn.send("script.removePreloadScript", {"script": added["script"]})
-        result = str(await browser.evaluate_json(LANDED))
+        stored = await _jar(browser)
+        redo = [c for c in cookies if stored.get(_key(c)) != attributes(c)]
+        if redo:
+            await _set_cookies(browser, redo)
+            stored = await _jar(browser)
     except (BidiError, BrowserUnavailable) as exc:
-        report.skip(land, f"landing failed: {_code(exc)}")
-    if result != "ok":
-        result = await _write_in_background(browser, origin, payload)
-    if result == "ok":
-        report.add_host(host_of(origin))
-    else:
-        report.skip(host_of(origin), f"storage not written: {result}")
+        for cookie in cookies:
+            report.skip(cookie_host(cookie), f"cookie {cookie.name!r} unknown: {_code(exc)}")
+        return
+    for cookie in cookies:
+        if stored.get(_key(cookie)) == attributes(cookie):
+            report.add_host(cookie_host(cookie))
+        else:
+            report.skip(cookie_host(cookie), f"cookie {cookie.name!r} was refused by the browser")
+
+
+def _key(cookie: Cookie) -> tuple[str, str, str]:
+    return (cookie.name, cookie.domain, cookie.path)
+
+
+async def _jar(browser: LiveBrowser) -> dict[tuple[str, str, str], tuple[Any, ...]]:
+    return {_key(c): attributes(c) for c in await read_cookies(browser)}
 
 
 async def _write_in_background(
@@ -185,7 +306,8 @@ async def _write_in_background(
         return _code(exc)
     try:
         async with SpareResponder(conn, [tab]) as spare:
-            url = spare.url(origin, (), {origin: inline_write(payload, top=True)})
+            page = SparePage(script=inline_write(payload, top=True))
+            url = spare.url(origin, (), {origin: page})
             await conn.send(
                 "browsingContext.navigate", {"context": tab, "url": url, "wait": "complete"}
             )
@@ -196,45 +318,3 @@ async def _write_in_background(
     finally:
         with contextlib.suppress(BidiError, BrowserUnavailable):
             await conn.send("browsingContext.close", {"context": tab})
-
-
-async def _restore_storage(
-    browser: LiveBrowser,
-    payloads: Payloads,
-    snapshot: SiteData,
-    report: RestoreReport,
-    written: dict[str, dict[str, str]],
-) -> None:
-    """Each site's storage through one spare page in the main tab (frames for the rest)."""
-    session = snapshot.session
-    try:
-        async with SpareResponder(browser.conn, [browser.context]) as spare:
-            for members in group_by_site(payloads).values():
-                if session is not None and session.origin in members:
-                    members = [session.origin, *(m for m in members if m != session.origin)]
-                acks = await _write_site(browser, spare, members, payloads)
-                for origin in members:
-                    result = acks.get(origin, "its spare page did not load")
-                    if result == "ok":
-                        report.add_host(host_of(origin))
-                        written[origin] = dict(payloads[origin].get("local") or {})
-                    else:
-                        report.skip(host_of(origin), f"storage not written: {result}")
-    except (BidiError, BrowserUnavailable) as exc:
-        for origin in payloads:
-            if origin not in written:
-                report.skip(host_of(origin), f"storage not written: {_code(exc)}")
-
-
-async def _write_site(
-    browser: LiveBrowser, spare: SpareResponder, members: Sequence[str], payloads: Payloads
-) -> dict[str, str]:
-    """One navigation: the top page and a frame per other origin write as they parse."""
-    scripts = {o: inline_write(payloads[o], top=(i == 0)) for i, o in enumerate(members)}
-    url = spare.url(members[0], members[1:], scripts)
-    try:
-        await browser.replace(url, timeout=browser.conn.timeout)
-        acks = await browser.evaluate_json(ACKS, len(members), await_promise=True)
-    except BidiError as exc:
-        return dict.fromkeys(members, _code(exc))
-    return {str(k): str(v) for k, v in acks.items()}

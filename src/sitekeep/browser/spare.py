@@ -19,6 +19,7 @@ import html
 import itertools
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,7 +28,7 @@ from sitekeep.browser.bidi import BidiConnection
 from sitekeep.browser.scripts import SPARE_HTML, SPARE_PATH
 from sitekeep.errors import BidiError, BrowserUnavailable
 
-__all__ = ["SpareResponder"]
+__all__ = ["SparePage", "SpareResponder"]
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,21 @@ _HEADERS = [
     {"name": "Content-Type", "value": {"type": "string", "value": "text/html; charset=utf-8"}},
     {"name": "Cache-Control", "value": {"type": "string", "value": "no-store"}},
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class SparePage:
+    """What one spare page does besides standing there: an inline script its page runs
+    as it is parsed, and ``Set-Cookie`` header values its response carries."""
+
+    script: str | None = None
+    set_cookie: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    html: str
+    headers: tuple[dict[str, Any], ...] = ()
 
 
 class SpareResponder:
@@ -47,7 +63,7 @@ class SpareResponder:
     def __init__(self, conn: BidiConnection, contexts: Sequence[str]) -> None:
         self._conn = conn
         self._contexts = list(contexts)
-        self._pages: dict[str, str] = {}
+        self._pages: dict[str, _Answer] = {}
         self._ids = itertools.count(1)
         self._intercept: str | None = None
         self._subscription: str | None = None
@@ -58,24 +74,28 @@ class SpareResponder:
         self,
         origin: str,
         frames: Sequence[str] = (),
-        scripts: Mapping[str, str] | None = None,
+        pages: Mapping[str, SparePage] | None = None,
     ) -> str:
         """The spare URL on ``origin``; its page holds a frame on each of ``frames``.
 
-        ``scripts`` maps an origin (the top's or a frame's) to an inline script its page
-        runs as it is parsed — before the frames, so the top can listen to them.
+        ``pages`` maps an origin (the top's or a frame's) to what its page does: the top's
+        script runs before its frames exist, so it can listen to them.
         """
-        scripts = scripts or {}
+        pages = pages or {}
         body = "".join(
-            f'<iframe src="{html.escape(self._register(f, scripts.get(f)), quote=True)}"></iframe>'
+            f'<iframe src="{html.escape(self._register(f, pages.get(f)), quote=True)}"></iframe>'
             for f in frames
         )
-        return self._register(origin, scripts.get(origin), body)
+        return self._register(origin, pages.get(origin), body)
 
-    def _register(self, origin: str, script: str | None, body: str = "") -> str:
+    def _register(self, origin: str, page: SparePage | None, body: str = "") -> str:
         query = f"sk={next(self._ids)}"
-        head = f"<script>{script}</script>" if script else ""
-        self._pages[query] = SPARE_HTML % (head + body)
+        page = page or SparePage()
+        head = f"<script>{page.script}</script>" if page.script else ""
+        cookies = tuple(
+            {"name": "Set-Cookie", "value": {"type": "string", "value": v}} for v in page.set_cookie
+        )
+        self._pages[query] = _Answer(SPARE_HTML % (head + body), cookies)
         return f"{origin}{SPARE_PATH}?{query}"
 
     async def __aenter__(self) -> SpareResponder:
@@ -136,7 +156,7 @@ class SpareResponder:
         task.add_done_callback(self._answers.discard)
 
     async def _answer(self, request_id: str, url: str) -> None:
-        page = self._pages.get(urlsplit(url).query, SPARE_HTML % "")
+        page = self._pages.get(urlsplit(url).query, _Answer(SPARE_HTML % ""))
         try:
             await self._conn.send(
                 "network.provideResponse",
@@ -144,8 +164,8 @@ class SpareResponder:
                     "request": request_id,
                     "statusCode": 200,
                     "reasonPhrase": "OK",
-                    "headers": _HEADERS,
-                    "body": {"type": "string", "value": page},
+                    "headers": [*_HEADERS, *page.headers],
+                    "body": {"type": "string", "value": page.html},
                 },
             )
         except BidiError as exc:
