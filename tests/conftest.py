@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from fixtures.sites import Sites, start_sites
+from fixtures.sites import SECRET_VALUES, Sites, start_sites
 from sitekeep.api.app import create_app
 from sitekeep.browser.driver import LocalChromedriver
 from sitekeep.config import Settings
@@ -58,6 +58,41 @@ def _quiet_selenium() -> None:
     logging.getLogger("selenium").setLevel(logging.WARNING)
 
 
+class _Capture(logging.Handler):
+    """Every log record of the run, formatted, to look for secret values in."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if record.exc_info:
+            text += "\n" + logging.Formatter().formatException(record.exc_info)
+        self.lines.append(text)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_secret_value_in_any_log_line() -> Iterator[None]:
+    """SPEC §7, §12: sitekeep logs at every level during the whole run, and no line may
+    hold a secret value."""
+    capture = _Capture()
+    logger = logging.getLogger("sitekeep")
+    previous = logger.level
+    logger.setLevel(logging.DEBUG)
+    logging.getLogger().addHandler(capture)
+    yield
+    logging.getLogger().removeHandler(capture)
+    logger.setLevel(previous)
+    leaked = [line for line in capture.lines if any(v in line for v in SECRET_VALUES)]
+    assert not leaked, f"{len(leaked)} log lines hold a secret value"
+
+
+async def _no_secret_value_in(response: httpx.Response) -> None:
+    body = (await response.aread()).decode("utf-8", "replace")
+    assert not any(v in body for v in SECRET_VALUES), f"{response.url.path} returned a secret"
+
+
 @pytest.fixture
 async def make_api(settings: Settings) -> AsyncIterator[ApiFactory]:
     """``await make_api(**setting overrides)`` → an :class:`Api` on the real app, its
@@ -75,6 +110,7 @@ async def make_api(settings: Settings) -> AsyncIterator[ApiFactory]:
             base_url="http://sitekeep.test",
             headers={"Authorization": f"Bearer {token}"},
             timeout=120,
+            event_hooks={"response": [_no_secret_value_in]},
         )
         service: Service = app.state.service
         opened.append((lifespan, http, service))

@@ -1,24 +1,30 @@
-"""The ``sitekeep`` command (SPEC §5 CLI): serve, token create, doctor."""
+"""The ``sitekeep`` command (SPEC §5 CLI): serve, mcp, token create, doctor."""
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import shutil
 import subprocess
+import sys
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from sitekeep import __version__
+from sitekeep.cli_secrets import secret_app
 from sitekeep.config import Settings
 from sitekeep.errors import SitekeepError
+from sitekeep.model import Principal
 
 __all__ = ["app", "main"]
 
 app = typer.Typer(help="Real browsers for AI agents that stay signed in.", no_args_is_help=True)
 token_app = typer.Typer(help="Bearer tokens.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
+app.add_typer(secret_app, name="secret")
 console = Console()
 err = Console(stderr=True)
 
@@ -46,6 +52,53 @@ def serve(
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("selenium").setLevel(logging.WARNING)  # it logs whole frames at debug
     uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level)
+
+
+@app.command("mcp")
+def mcp_stdio(
+    log_level: Annotated[str, typer.Option(help="Log level (logs go to stderr).")] = "warning",
+) -> None:
+    """Serve MCP over stdio for one agent: SITEKEEP_TOKEN says who it is, SITEKEEP_SESSION
+    names the session of calls without a key (default "default")."""
+    import anyio
+
+    from sitekeep.mcp.stdio import serve_stdio
+
+    # stdout is the protocol: every log line goes to stderr.
+    logging.basicConfig(
+        stream=sys.stderr, level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("selenium").setLevel(logging.WARNING)  # it logs whole frames at debug
+    settings = _settings()
+    who = _token_principal(settings, os.environ.get("SITEKEEP_TOKEN", "").strip())
+    session = os.environ.get("SITEKEEP_SESSION") or "default"
+    anyio.run(functools.partial(serve_stdio, settings, who, session=session))
+
+
+def _token_principal(settings: Settings, token: str) -> Principal:
+    """Who ``token`` stands for; exit 2 with what to do when it is missing or unknown."""
+    from sitekeep.stores.sql import TokenStore
+
+    if not token:
+        err.print(
+            "[red]error:[/] set SITEKEEP_TOKEN (in the MCP client's env) to a token from "
+            "`sitekeep token create --tenant T --subject S`"
+        )
+        raise typer.Exit(2)
+    try:
+        tokens = TokenStore(settings.database)
+        who = tokens.resolve_sync(token)
+        tokens.close()
+    except SitekeepError as exc:
+        err.print(f"[red]error:[/] {exc.message}")
+        raise typer.Exit(2) from exc
+    if who is None:
+        err.print(
+            f"[red]error:[/] SITEKEEP_TOKEN is unknown in {settings.data_dir}: create it with "
+            "`sitekeep token create` under the same SITEKEEP_DATA_DIR (or SITEKEEP_DATABASE_URL)"
+        )
+        raise typer.Exit(2)
+    return who
 
 
 @token_app.command("create")

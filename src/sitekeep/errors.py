@@ -9,9 +9,12 @@ them to status codes in one table (``sitekeep.api.errors``)::
     │   └── SnapshotTooLarge    400  the cookies alone pass the size cap (SPEC §3)
     ├── Unauthorized            401  no or unknown bearer token
     ├── Forbidden               403  the token's role may not do this
+    │   └── SecretNotAllowed    403  the secret may not be typed on this host
     ├── NotFound                404  no such session/host in this tenant
     ├── Conflict                409  the resource is in a state that forbids the call
-    │   └── NoHistoryEntry      409  back()/forward() with nowhere to go
+    │   ├── NoHistoryEntry      409  back()/forward() with nowhere to go
+    │   ├── StaleRef            409  a ref from an old snapshot: snapshot again
+    │   └── AssertionFailed     409  a flow's assert_text did not find its text
     ├── CapacityExceeded        429  a cap was reached (``scope``)
     ├── NavigationFailed        502  the page could not be loaded (``reason``: net::ERR_…)
     ├── StoreUnavailable        503  a store could not be reached; nothing was written
@@ -25,6 +28,7 @@ Messages never contain a cookie, storage or secret value.
 from __future__ import annotations
 
 __all__ = [
+    "AssertionFailed",
     "BidiError",
     "BidiTimeout",
     "BrowserUnavailable",
@@ -35,10 +39,13 @@ __all__ = [
     "NavigationFailed",
     "NoHistoryEntry",
     "NotFound",
+    "SecretNotAllowed",
     "SitekeepError",
     "SnapshotTooLarge",
+    "StaleRef",
     "StoreUnavailable",
     "Unauthorized",
+    "error_json",
 ]
 
 
@@ -139,6 +146,38 @@ class NoHistoryEntry(Conflict):
         self.delta = delta
 
 
+class StaleRef(Conflict):
+    """A ref that no longer names an element: the page or the browser changed since the
+    snapshot that made it. The caller should call ``snapshot`` again."""
+
+    type_name = "stale_ref"
+
+    def __init__(self, ref: str, why: str) -> None:
+        super().__init__(f"ref {ref!r} is stale ({why}): call snapshot again for fresh refs")
+        self.ref = ref
+
+
+class AssertionFailed(Conflict):
+    """A flow's ``assert_text`` did not find its text on the page."""
+
+    type_name = "assertion_failed"
+
+
+class SecretNotAllowed(Forbidden):
+    """A secret may not be typed on the page's host (SPEC §7); nothing was typed.
+
+    Attributes:
+        secret: the secret's name. host: the page's host.
+    """
+
+    type_name = "secret_not_allowed"
+
+    def __init__(self, secret: str, host: str) -> None:
+        super().__init__(f"secret {secret!r} may not be typed on {host!r}; nothing was typed")
+        self.secret = secret
+        self.host = host
+
+
 class NavigationFailed(SitekeepError):
     """The browser could not load the page (DNS, connection, TLS…).
 
@@ -211,3 +250,14 @@ class BidiTimeout(BidiError):
         super().__init__("timeout", command, f"no answer within {timeout:g} s")
         self.message = f"{command} got no answer within {timeout:g} s"
         self.timeout = timeout
+
+
+def error_json(exc: SitekeepError) -> dict[str, object]:
+    """The error's structured fields, ``{type, message, field?, ...}`` — the one shape
+    HTTP bodies, MCP error results and flow reports all use (SPEC §5)."""
+    body: dict[str, object] = {"type": exc.type_name, "message": exc.message}
+    for name in ("field", "code", "reason", "scope", "size", "cap", "ref", "secret", "host"):
+        value = getattr(exc, name, None)
+        if value is not None:
+            body[name] = value
+    return body

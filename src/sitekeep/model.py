@@ -20,6 +20,7 @@ __all__ = [
     "HistoryEntry",
     "OriginStorage",
     "Principal",
+    "RefMap",
     "Role",
     "SameSite",
     "SessionRecord",
@@ -129,6 +130,16 @@ class BrowserRef:
 
 
 @dataclass(frozen=True, slots=True)
+class RefMap:
+    """The last snapshot's refs: ``e{i+1}`` is ``shared_ids[i]``, a BiDi ``sharedId``
+    valid while its document lives, in the browser ``generation`` that made it."""
+
+    snapshot: int
+    generation: str
+    shared_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class SessionRecord:
     """A session, keyed by (tenant, key). The current URL is ``history[0].url`` (SPEC §1).
 
@@ -145,6 +156,10 @@ class SessionRecord:
     history: tuple[HistoryEntry, ...] = ()
     reopened: Mapping[str, Any] | None = None
     insecure: bool = False
+    refs: RefMap | None = None
+    typed_secrets: tuple[tuple[str, str], ...] = ()
+    """(secret, field) typed in this session's browser: a URL holding one of their values
+    is withheld from results and history (SPEC §7). Names only, never values."""
 
     @property
     def url(self) -> str | None:

@@ -15,9 +15,10 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
+from urllib.parse import quote, quote_plus, unquote_plus
 
 from pydantic import ValidationError
 
@@ -28,7 +29,8 @@ from sitekeep.browser.manager import BrowserManager
 from sitekeep.browser.restore import restore
 from sitekeep.browser.save import save_read
 from sitekeep.config import Settings
-from sitekeep.errors import InvalidInput, NotFound, StoreUnavailable
+from sitekeep.errors import InvalidInput, NotFound, SitekeepError, StoreUnavailable
+from sitekeep.flows import run_steps
 from sitekeep.model import (
     RECORD_JSON,
     SITE_DATA_JSON,
@@ -37,11 +39,14 @@ from sitekeep.model import (
     SessionRecord,
     SiteData,
 )
+from sitekeep.operations import HANDLERS, Call
 from sitekeep.policy import check_key, check_url
+from sitekeep.steps import parse_args, parse_steps
 from sitekeep.stores import SessionStore, open_session_store
 from sitekeep.stores.cipher import Cipher, load_or_create_key
+from sitekeep.stores.secrets import SecretStore
 
-__all__ = ["Landing", "Service"]
+__all__ = ["Service"]
 
 log = logging.getLogger(__name__)
 
@@ -50,22 +55,6 @@ INSECURE_HINT = (
     "insecure=true: nothing was restored and nothing was deleted — restored cookies must "
     "never meet a man in the middle"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Landing:
-    """What an operation hands back to the seam: its result, and where the browser is.
-
-    ``page`` None means the operation did not look (the seam reads it); ``withheld``
-    keeps the URL out of the result and the history (SPEC §7).
-    """
-
-    result: dict[str, Any]
-    page: PageInfo | None = None
-    withheld: bool = False
-
-
-Operation = Callable[[LiveBrowser, SessionRecord], Awaitable[Landing]]
 
 
 class Service:
@@ -77,26 +66,30 @@ class Service:
         store: SessionStore,
         cipher: Cipher,
         browsers: BrowserManager,
+        secrets: SecretStore,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
         self._store = store
         self._cipher = cipher
         self.browsers = browsers
+        self.secrets = secrets
         self._clock = clock
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Callable[[], float] = time.time) -> Service:
         """Open the stores, load (or generate) the master key, prepare the browsers."""
-        key = load_or_create_key(settings.key_file, settings.master_key)
+        cipher = Cipher(load_or_create_key(settings.key_file, settings.master_key))
         store = open_session_store(settings.session_store_url, clock)
-        return cls(settings, store, Cipher(key), BrowserManager(settings), clock)
+        secrets = SecretStore(settings.database, cipher, clock)
+        return cls(settings, store, cipher, BrowserManager(settings), secrets, clock)
 
     async def aclose(self) -> None:
         """Close sockets and store connections; browsers live on (SPEC §2)."""
         await self.browsers.aclose()
         await self._store.aclose()
+        self.secrets.close()
 
     # -- storage of records and snapshots -------------------------------------------------
 
@@ -164,38 +157,68 @@ class Service:
         async with self._lock(who.tenant, check_key(key)):
             return await body()
 
-    async def _drive(
-        self, who: Principal, key: str, op: str, args: Mapping[str, Any], operation: Operation
-    ) -> dict[str, Any]:
-        """Run ``operation`` in the session's live browser (reopened silently if gone),
-        then record where it landed."""
+    async def _drive(self, who: Principal, key: str, op: str, args: Any) -> dict[str, Any]:
+        """Run one operation (``operations.HANDLERS[op]``) in the session's live browser,
+        reopened silently if gone, then record where it landed."""
 
         async def body() -> dict[str, Any]:
-            record = await self._require(who, key)
-            browser, record = await self._browser_for(record)
-            landing = await operation(browser, record)
-            return await self._finish(record, browser, landing)
+            call = await self._call(who, key)
+            result = await HANDLERS[op](call, args)
+            return await self._finish(call, result)
 
-        return await self._seam(who, key, op, args, body)
+        return await self._seam(who, key, op, _redacted(op, args), body)
 
-    async def _finish(
-        self, record: SessionRecord, browser: LiveBrowser, landing: Landing
-    ) -> dict[str, Any]:
-        page = landing.page or await browser.page_info()
+    async def _call(self, who: Principal, key: str) -> Call:
+        record = await self._require(who, key)
+        browser, record = await self._browser_for(record)
+        return Call(self, who, browser, record)
+
+    async def where(self, call: Call) -> tuple[PageInfo, bool]:
+        """Where the browser is now, and whether its URL must be withheld: it holds the
+        value of a secret typed in this session (SPEC §7). A URL shown goes into
+        ``call.landed`` for the history."""
+        page = call.page or await call.browser.page_info()
+        call.page = None
+        withheld = await self._holds_secret(call.who.tenant, call.record, page.url)
+        if not withheld:
+            call.landed.append(page.url)
+        return page, withheld
+
+    async def _holds_secret(self, tenant: str, record: SessionRecord, url: str) -> bool:
+        for name, key in record.typed_secrets:
+            try:
+                value = await self.secrets.reveal(tenant, name, key)
+            except SitekeepError:
+                continue  # deleted or changed since: nothing of it can be in the URL
+            if _appears_in(value, url):
+                return True
+        return False
+
+    async def _finish(self, call: Call, result: dict[str, Any]) -> dict[str, Any]:
+        """Add where the browser landed (or withhold it), bump the history with every URL
+        the call reached, hand out a pending reopen report once, store the record."""
+        page, withheld = await self.where(call)
+        result = {**result, **_landing(page, withheld)}
         now = self._clock()
-        result = dict(landing.result)
-        history = record.history
-        if not landing.withheld:
-            result.update(url=page.url, title=page.title)
-            history = hist.bump(
-                history, page.url, now, ttl=self.settings.session_ttl, cap=self.settings.history_cap
-            )
+        record = call.record
         if record.reopened is not None:
             result.setdefault("site_data", dict(record.reopened))
-        record = replace(
-            record, browser=browser.ref, history=history, reopened=None, last_used_at=now
+        history = hist.bump_many(
+            record.history,
+            call.landed,
+            now,
+            ttl=self.settings.session_ttl,
+            cap=self.settings.history_cap,
         )
-        await self._put(record)
+        await self._put(
+            replace(
+                record,
+                browser=call.browser.ref,
+                history=history,
+                reopened=None,
+                last_used_at=now,
+            )
+        )
         return result
 
     async def _browser_for(self, record: SessionRecord) -> tuple[LiveBrowser, SessionRecord]:
@@ -273,7 +296,7 @@ class Service:
             if value is not None:
                 raise InvalidInput(f"{name} is not available yet", field=name)
         if url is not None:
-            url = check_url(url, own_origins=self._own_origins())
+            url = check_url(url, own_origins=self.own_origins())
         args = {
             "browser": kind,
             "url": hist.trim_url(url) if url else None,
@@ -332,8 +355,8 @@ class Service:
             await live.navigate(url)
         if insecure:
             result["hint"] = INSECURE_HINT
-        record = replace(record, browser=live.ref, reopened=None)
-        return await self._finish(record, live, Landing(result))
+        record = replace(record, browser=live.ref, reopened=None, refs=None)
+        return await self._finish(Call(self, who, live, record), result)
 
     async def _reusable(
         self, record: SessionRecord, kind: BrowserKind, insecure: bool, fresh: bool
@@ -364,9 +387,29 @@ class Service:
                 return kind
         raise InvalidInput(f"browser must be one of {', '.join(_KINDS)}", field="browser")
 
-    def _own_origins(self) -> list[str]:
+    def own_origins(self) -> list[str]:
         port = self.settings.port
         return [f"http://{host}:{port}" for host in (self.settings.host, "127.0.0.1", "localhost")]
+
+    async def act(self, who: Principal, key: str, op: str, **args: Any) -> dict[str, Any]:
+        """Run one agent operation (SPEC §5) on session ``key``.
+
+        Args:
+            op: ``navigate``, ``back``, ``forward``, ``snapshot``, ``click``, ``type``,
+                ``type_secret``, ``press``, ``select``, ``read``, ``screenshot``,
+                ``wait_for``, ``assert_text`` or ``save_site_data``.
+            args: the operation's arguments (``sitekeep.steps``).
+
+        Returns:
+            The operation's result with ``{url, title}`` of where the browser landed —
+            or ``url_withheld: true`` instead of the URL when it holds a typed secret.
+
+        Raises:
+            InvalidInput: a bad argument, naming the field. NotFound: no such session,
+            secret or element. StaleRef: a ref from an old snapshot. SecretNotAllowed:
+            a secret on a host it may not be typed on. NavigationFailed, BrowserUnavailable.
+        """
+        return await self._drive(who, key, op, parse_args(op, args))
 
     async def navigate(self, who: Principal, key: str, url: str) -> dict[str, Any]:
         """Go to ``url`` and wait for the page to load. Returns ``{url, title}``.
@@ -374,26 +417,46 @@ class Service:
         Raises:
             InvalidInput: a URL agents may not open (SPEC §12).
         """
-        url = check_url(url, own_origins=self._own_origins())
-
-        async def go(browser: LiveBrowser, _: SessionRecord) -> Landing:
-            return Landing({}, await browser.navigate(url))
-
-        return await self._drive(who, key, "navigate", {"url": hist.trim_url(url)}, go)
+        check_url(url, own_origins=self.own_origins())
+        return await self.act(who, key, "navigate", url=url)
 
     async def back(self, who: Principal, key: str) -> dict[str, Any]:
         """One step back in the main tab's history. Returns ``{url, title}``."""
-        return await self._traverse(who, key, -1, "back")
+        return await self.act(who, key, "back")
 
     async def forward(self, who: Principal, key: str) -> dict[str, Any]:
         """One step forward in the main tab's history. Returns ``{url, title}``."""
-        return await self._traverse(who, key, 1, "forward")
+        return await self.act(who, key, "forward")
 
-    async def _traverse(self, who: Principal, key: str, delta: int, op: str) -> dict[str, Any]:
-        async def go(browser: LiveBrowser, _: SessionRecord) -> Landing:
-            return Landing({}, await browser.traverse(delta))
+    async def run_flow(
+        self,
+        who: Principal,
+        key: str,
+        steps: Sequence[Mapping[str, Any]],
+        on_error: str = "stop",
+    ) -> dict[str, Any]:
+        """Run ``steps`` in one call (SPEC §6): every step reports its outcome and where it
+        left the browser; a failed step stops the flow unless its ``on_error`` (or the
+        flow's) is ``continue``. The history is written once at the end, in order — and,
+        before a ``save_site_data`` step, first with the pages reached so far.
 
-        return await self._drive(who, key, op, {}, go)
+        Returns:
+            ``{url, title, ok, steps: [{step, op, status, url, title, ...}], site_data?}``.
+
+        Raises:
+            InvalidInput: a malformed step, naming it (``steps[2].url``); nothing has run.
+        """
+        if on_error not in ("stop", "continue"):
+            raise InvalidInput("on_error is stop or continue", field="on_error")
+        parsed = parse_steps(steps)
+
+        async def body() -> dict[str, Any]:
+            call = await self._call(who, key)
+            report = await run_steps(call, parsed, "continue" if on_error == "continue" else "stop")
+            return await self._finish(call, report)
+
+        args = {"steps": [_redacted(s.op, s.args) for s in parsed], "on_error": on_error}
+        return await self._seam(who, key, "run_flow", args, body)
 
     async def save_site_data(
         self, who: Principal, key: str, *, profile: str | None = None, full: bool = False
@@ -416,36 +479,55 @@ class Service:
         if profile is not None:
             raise InvalidInput("profile is not available yet", field="profile")
 
-        async def save(browser: LiveBrowser, record: SessionRecord) -> Landing:
-            page = await browser.page_info()
-            current = hist.origin_of(page.url)
-            order = ([current] if current else []) + [
-                e.origin for e in record.history if e.origin != current
-            ]
-            read = await save_read(browser, order, deadline=self.settings.save_deadline, full=full)
-            previous = await self._load_snapshot(record.tenant, record.key)
-            session = read.session if read.session_read or previous is None else previous.session
-            snapshot, skipped = sitedata.compose(
-                previous,
-                cookies=read.cookies,
-                read=read.local,
-                session=session,
-                not_read=read.not_read,
-                visit_order=order,
-                saved_at=self._clock(),
-                cap=self.settings.snapshot_cap,
-            )
-            await self._put_snapshot(record.tenant, record.key, snapshot)
-            saved = {
-                "cookies": len(snapshot.cookies),
-                "sites": [o for o in order if o in snapshot.origins]
-                + sorted(set(snapshot.origins) - set(order)),
-                "skipped": [{"site": s.site, "reason": s.reason} for s in skipped],
-                "spare_reads": read.spare_reads,
-            }
-            return Landing({"saved": saved, "uri": self._site_data_uri(record.key)}, page)
+        async def body() -> dict[str, Any]:
+            call = await self._call(who, key)
+            return await self._finish(call, await self.save_in(call, full=full))
 
-        return await self._drive(who, key, "save_site_data", {"full": full}, save)
+        return await self._seam(who, key, "save_site_data", {"full": full}, body)
+
+    async def save_in(self, call: Call, *, full: bool = False) -> dict[str, Any]:
+        """The save itself, inside a call: the pages the call reached so far go into the
+        history first, so the save reads their storage too (SPEC §4 flows)."""
+        record = replace(
+            call.record,
+            history=hist.bump_many(
+                call.record.history,
+                call.landed,
+                self._clock(),
+                ttl=self.settings.session_ttl,
+                cap=self.settings.history_cap,
+            ),
+        )
+        call.record, call.landed = record, []
+        browser = call.browser
+        page = await browser.page_info()
+        current = hist.origin_of(page.url)
+        order = ([current] if current else []) + [
+            e.origin for e in record.history if e.origin != current
+        ]
+        read = await save_read(browser, order, deadline=self.settings.save_deadline, full=full)
+        previous = await self._load_snapshot(record.tenant, record.key)
+        session = read.session if read.session_read or previous is None else previous.session
+        snapshot, skipped = sitedata.compose(
+            previous,
+            cookies=read.cookies,
+            read=read.local,
+            session=session,
+            not_read=read.not_read,
+            visit_order=order,
+            saved_at=self._clock(),
+            cap=self.settings.snapshot_cap,
+        )
+        await self._put_snapshot(record.tenant, record.key, snapshot)
+        call.page = page
+        saved = {
+            "cookies": len(snapshot.cookies),
+            "sites": [o for o in order if o in snapshot.origins]
+            + sorted(set(snapshot.origins) - set(order)),
+            "skipped": [{"site": s.site, "reason": s.reason} for s in skipped],
+            "spare_reads": read.spare_reads,
+        }
+        return {"saved": saved, "uri": self._site_data_uri(record.key)}
 
     async def current(self, who: Principal, key: str) -> dict[str, Any]:
         """The current page (without touching the browser's state) and a site-data summary.
@@ -456,10 +538,12 @@ class Service:
         record = await self._require(who, key)
         live = await self.browsers.attach(record.browser) if record.browser else None
         page = await live.page_info() if live is not None else None
+        url = page.url if page else record.url
+        withheld = url is not None and await self._holds_secret(who.tenant, record, url)
         snapshot = await self._load_snapshot(who.tenant, key)
         return {
             "key": key,
-            "url": page.url if page else record.url,
+            **({"url_withheld": True} if withheld else {"url": url}),
             "title": page.title if page else None,
             "browser": {"kind": record.kind, "live": live is not None},
             "site_data": {
@@ -538,3 +622,32 @@ class Service:
         if snapshot is None:
             raise NotFound("site", site)
         return {"key": key, **sitedata.host_view(snapshot, site)}
+
+
+def _landing(page: PageInfo, withheld: bool) -> dict[str, Any]:
+    """``{url, title}`` of where a call landed, or the title alone with ``url_withheld``."""
+    if withheld:
+        return {"url_withheld": True, "title": page.title}
+    return {"url": page.url, "title": page.title}
+
+
+def _appears_in(value: str, url: str) -> bool:
+    """Whether a secret value stands in a URL, as typed or URL-encoded (a GET form puts
+    field values in the query string, RFC 3986 / HTML §form submission)."""
+    if not value:
+        return False
+    forms = {value, quote(value, safe=""), quote_plus(value), quote(value)}
+    return any(form in url for form in forms) or value in unquote_plus(url)
+
+
+def _redacted(op: str, args: Any) -> dict[str, Any]:
+    """An operation's arguments fit for a log or the journal: no typed text, no URL
+    query or fragment (they may carry codes and tokens)."""
+    if args is None:
+        return {}
+    raw = args.model_dump() if hasattr(args, "model_dump") else dict(args)
+    if "text" in raw and op == "type":
+        raw["text"] = f"<{len(raw['text'])} characters>"
+    if isinstance(raw.get("url"), str):
+        raw["url"] = hist.trim_url(raw["url"])
+    return raw

@@ -21,6 +21,7 @@ with warnings.catch_warnings():
 import sitekeep.errors as errors_module
 from sitekeep.api.errors import install_error_handlers
 from sitekeep.errors import (
+    AssertionFailed,
     BidiError,
     BidiTimeout,
     BrowserUnavailable,
@@ -31,8 +32,10 @@ from sitekeep.errors import (
     NavigationFailed,
     NoHistoryEntry,
     NotFound,
+    SecretNotAllowed,
     SitekeepError,
     SnapshotTooLarge,
+    StaleRef,
     StoreUnavailable,
     Unauthorized,
 )
@@ -46,6 +49,9 @@ CASES: dict[str, tuple[SitekeepError, int]] = {
     "NotFound": (NotFound("session", "s1"), 404),
     "Conflict": (Conflict("the session is busy"), 409),
     "NoHistoryEntry": (NoHistoryEntry(-1), 409),
+    "StaleRef": (StaleRef("e3", "the page changed since the snapshot"), 409),
+    "AssertionFailed": (AssertionFailed("the page does not show 'x'"), 409),
+    "SecretNotAllowed": (SecretNotAllowed("login", "evil.example.test"), 403),
     "CapacityExceeded": (CapacityExceeded("too many sessions", scope="tenant"), 429),
     "NavigationFailed": (NavigationFailed("net::ERR_NAME_NOT_RESOLVED"), 502),
     "StoreUnavailable": (StoreUnavailable("the session store is down"), 503),
@@ -102,12 +108,12 @@ def test_all_exports_exactly_the_public_error_tree() -> None:
         for name, value in vars(errors_module).items()
         if isinstance(value, type) and issubclass(value, Exception) and not name.startswith("_")
     }
-    assert set(errors_module.__all__) == public
+    assert set(errors_module.__all__) - {"error_json"} == public
     assert all(issubclass(getattr(errors_module, n), SitekeepError) for n in public)
 
 
 def test_every_public_error_subclass_has_a_status_case() -> None:
-    subclasses = {n for n in errors_module.__all__ if n != "SitekeepError"}
+    subclasses = {n for n in errors_module.__all__ if n not in ("SitekeepError", "error_json")}
     assert subclasses == set(CASES)
 
 

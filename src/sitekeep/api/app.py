@@ -2,16 +2,17 @@
 
 Handlers parse, call the service and return its result; errors are mapped in one table
 (``api.errors``). Every ``/v1`` route needs ``Authorization: Bearer <token>``; the token
-names the tenant, subject and role (``sitekeep token create``).
+names the tenant, subject and role (``sitekeep token create``). MCP over streamable HTTP
+is served at ``/mcp`` behind the same token (``sitekeep.mcp.http``).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Body, Depends, FastAPI, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict
 
@@ -19,8 +20,11 @@ from sitekeep import __version__
 from sitekeep.api.errors import install_error_handlers
 from sitekeep.config import Settings
 from sitekeep.errors import Unauthorized
+from sitekeep.mcp import build_server
+from sitekeep.mcp.http import mcp_route, principal_from_request
 from sitekeep.model import Principal
 from sitekeep.service import Service
+from sitekeep.steps import OPERATIONS
 from sitekeep.stores.sql import TokenStore
 
 __all__ = ["create_app"]
@@ -77,6 +81,29 @@ Svc = Annotated[Service, Depends(_service)]
 JSON = dict[str, Any]
 
 
+class FlowBody(_Body):
+    steps: list[dict[str, Any]]
+    on_error: Literal["stop", "continue"] = "stop"
+
+
+def _page_route(app: FastAPI, op: str, model: type[BaseModel]) -> None:
+    """``POST /v1/sessions/{key}/<op>`` (``type_secret`` → ``type-secret``): the body is
+    the operation's arguments, validated by ``sitekeep.steps`` so errors name the field."""
+
+    async def handler(
+        key: str, who: Who, svc: Svc, body: Annotated[dict[str, Any] | None, Body()] = None
+    ) -> JSON:
+        return await svc.act(who, key, op, **(body or {}))
+
+    schema = {"content": {"application/json": {"schema": model.model_json_schema()}}}
+    app.post(
+        f"/v1/sessions/{{key}}/{op.replace('_', '-')}",
+        tags=["pages"],
+        name=op,
+        openapi_extra={"requestBody": schema},
+    )(handler)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The ASGI app; the service and token store open in its lifespan."""
     settings = settings or Settings()
@@ -85,9 +112,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.service = Service.from_settings(settings)
         app.state.tokens = TokenStore(settings.database)
+        app.state.secrets = app.state.service.secrets
         await app.state.service.browsers.warm_up()
         try:
-            yield
+            async with mcp_server.session_manager.run():
+                yield
         finally:
             await app.state.service.aclose()
             app.state.tokens.close()
@@ -95,6 +124,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="sitekeep", version=__version__, lifespan=lifespan)
     install_error_handlers(app)
     _routes(app)
+    # MCP over streamable HTTP at /mcp: the same service, the caller from the bearer token.
+    mcp_server = build_server(lambda: app.state.service, principal_from_request)
+    app.router.routes.append(mcp_route(mcp_server, lambda: app.state.tokens, host=settings.host))
+    # Imported here, not at the top: sitekeep.api.secrets imports Who from this module.
+    from sitekeep.api.secrets import router as secrets_router
+
+    app.include_router(secrets_router)
     return app
 
 
@@ -115,13 +151,13 @@ def _routes(app: FastAPI) -> None:
     async def navigate(key: str, body: NavigateBody, who: Who, svc: Svc) -> JSON:
         return await svc.navigate(who, key, body.url)
 
-    @app.post("/v1/sessions/{key}/back", tags=["pages"])
-    async def back(key: str, who: Who, svc: Svc) -> JSON:
-        return await svc.back(who, key)
+    for op, model in OPERATIONS.items():
+        if op not in ("navigate", "save_site_data", "wait_for", "assert_text"):
+            _page_route(app, op, model)
 
-    @app.post("/v1/sessions/{key}/forward", tags=["pages"])
-    async def forward(key: str, who: Who, svc: Svc) -> JSON:
-        return await svc.forward(who, key)
+    @app.post("/v1/sessions/{key}/flows", tags=["flows"])
+    async def run_flow(key: str, body: FlowBody, who: Who, svc: Svc) -> JSON:
+        return await svc.run_flow(who, key, body.steps, body.on_error)
 
     @app.post("/v1/sessions/{key}/save-site-data", tags=["site data"])
     async def save_site_data(key: str, who: Who, svc: Svc, body: SaveBody | None = None) -> JSON:

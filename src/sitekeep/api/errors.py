@@ -14,7 +14,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from sitekeep.errors import (
-    BidiError,
     BrowserUnavailable,
     CapacityExceeded,
     Conflict,
@@ -23,9 +22,9 @@ from sitekeep.errors import (
     NavigationFailed,
     NotFound,
     SitekeepError,
-    SnapshotTooLarge,
     StoreUnavailable,
     Unauthorized,
+    error_json,
 )
 
 __all__ = ["STATUS", "install_error_handlers"]
@@ -52,36 +51,26 @@ def _status(exc: SitekeepError) -> int:
     return 500
 
 
-def _body(exc: SitekeepError) -> dict[str, Any]:
-    error: dict[str, Any] = {"type": exc.type_name, "message": exc.message}
-    if isinstance(exc, InvalidInput) and exc.field is not None:
-        error["field"] = exc.field
-    if isinstance(exc, SnapshotTooLarge):
-        error.update(size=exc.size, cap=exc.cap)
-    if isinstance(exc, CapacityExceeded):
-        error["scope"] = exc.scope
-    if isinstance(exc, BidiError):
-        error["code"] = exc.code
-    if isinstance(exc, NavigationFailed):
-        error["reason"] = exc.reason
-    return {"error": error}
-
-
 async def _sitekeep_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, SitekeepError)
     status = _status(exc)
     if status >= 500:
         log.warning("%s: %s", type(exc).__name__, exc.message)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse(_body(exc), status_code=status, headers=headers)
+    return JSONResponse({"error": error_json(exc)}, status_code=status, headers=headers)
 
 
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     first = exc.errors()[0] if exc.errors() else {}
+    if first.get("type") == "json_invalid":
+        where = first.get("ctx", {}).get("error", "")
+        message = f"the request body is not valid JSON ({where})" if where else "not valid JSON"
+        return JSONResponse({"error": {"type": InvalidInput.type_name, "message": message}}, 400)
     loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
     field = ".".join(loc) or None
-    message = f"{field}: {first.get('msg', 'invalid')}" if field else "the request body is invalid"
+    text = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    message = f"{field}: {text}" if field else f"the request body is invalid: {text}"
     error: dict[str, Any] = {"type": InvalidInput.type_name, "message": message}
     if field:
         error["field"] = field

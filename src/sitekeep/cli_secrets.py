@@ -1,0 +1,160 @@
+"""``sitekeep secret set|list|delete``: the secrets catalogue from a shell (SPEC §7).
+
+Values are read from stdin only, never from arguments (which land in shell history and
+``ps``): either one JSON object ``{"username": "...", "password": "..."}`` or ``key=value``
+lines, blank lines ignored; everything after the first ``=`` is the value, verbatim. The
+commands open the settings, the master key and the database directly, like ``token create``.
+Any error prints one line to stderr and exits 2; no message ever holds a value.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from sitekeep.config import Settings
+from sitekeep.errors import InvalidInput, SitekeepError
+from sitekeep.stores.cipher import Cipher, load_or_create_key
+from sitekeep.stores.secrets import SecretStore
+
+__all__ = ["parse_values", "secret_app"]
+
+secret_app = typer.Typer(
+    help="The secrets catalogue: values are read from stdin only.", no_args_is_help=True
+)
+
+Tenant = Annotated[str, typer.Option(help="The tenant (workspace).")]
+
+
+def parse_values(text: str) -> dict[str, str]:
+    """The values on stdin: a JSON object, or ``key=value`` lines (blank lines ignored).
+
+    Returns:
+        ``{key: value}`` in the order given; keys and values are checked by the store.
+
+    Raises:
+        InvalidInput: field ``stdin``; the message names a line or position, never its text.
+    """
+    if text.lstrip().startswith("{"):
+        return _parse_json(text)
+    values: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise InvalidInput(f"stdin line {number} is not key=value", field="stdin")
+        if key in values:
+            raise InvalidInput(f"stdin line {number} repeats a key given before", field="stdin")
+        values[key] = value
+    if not values:
+        raise InvalidInput(
+            "no values on stdin: pipe key=value lines or a JSON object", field="stdin"
+        )
+    return values
+
+
+def _parse_json(text: str) -> dict[str, str]:
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:  # its msg holds no input text, only a position
+        raise InvalidInput(
+            f"stdin is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+            field="stdin",
+        ) from None
+    if not isinstance(parsed, dict):
+        raise InvalidInput("stdin must hold one JSON object of key: value", field="stdin")
+    return parsed
+
+
+def _fail(exc: SitekeepError) -> typer.Exit:
+    typer.echo(f"error: {exc.message}", err=True)
+    return typer.Exit(2)
+
+
+def _open() -> SecretStore:
+    try:
+        settings = Settings()
+    except ValidationError as exc:  # named, not printed: pydantic's text echoes the input
+        where = ".".join(str(part) for part in exc.errors()[0]["loc"])
+        typer.echo(f"error: bad setting SITEKEEP_{where.upper()}", err=True)
+        raise typer.Exit(2) from exc
+    key = load_or_create_key(settings.key_file, settings.master_key)
+    return SecretStore(settings.database, Cipher(key))
+
+
+@secret_app.command("set")
+def set_secret(
+    name: Annotated[str, typer.Argument(help="The secret's name.")],
+    tenant: Tenant,
+    host: Annotated[
+        list[str] | None,
+        typer.Option(help="A host it may be typed on: app.example.test or *.example.test."),
+    ] = None,
+    description: Annotated[str, typer.Option(help="What it is, for people.")] = "",
+) -> None:
+    """Create or replace a secret; its values come from stdin (JSON or key=value lines)."""
+    if sys.stdin.isatty():
+        typer.echo(
+            "reading values from stdin (key=value lines, or JSON); end with Ctrl-D", err=True
+        )
+    try:
+        values = parse_values(sys.stdin.read())
+        store = _open()
+        try:
+            info = store.put_sync(tenant, name, description, host or [], values)
+        finally:
+            store.close()
+    except SitekeepError as exc:
+        raise _fail(exc) from exc
+    typer.echo(f"saved secret {info.name} (keys: {', '.join(info.keys)})")
+
+
+@secret_app.command("list")
+def list_secrets(tenant: Tenant) -> None:
+    """The tenant's secrets: name, description, hosts and key names (never values)."""
+    try:
+        store = _open()
+        try:
+            infos = store.list_sync(tenant)
+        finally:
+            store.close()
+    except SitekeepError as exc:
+        raise _fail(exc) from exc
+    if not infos:
+        typer.echo(f"no secrets in tenant {tenant}")
+        return
+    table = Table("name", "description", "hosts", "keys")
+    for info in infos:
+        table.add_row(info.name, info.description, ", ".join(info.hosts), ", ".join(info.keys))
+    Console().print(table)
+
+
+@secret_app.command("delete")
+def delete_secret(
+    name: Annotated[str, typer.Argument(help="The secret's name.")], tenant: Tenant
+) -> None:
+    """Delete a secret."""
+    try:
+        store = _open()
+        try:
+            deleted = store.delete_sync(tenant, name)
+        finally:
+            store.close()
+    except SitekeepError as exc:
+        raise _fail(exc) from exc
+    if not deleted:
+        typer.echo(
+            f"error: no secret named {name!r} in tenant {tenant} "
+            f"(see: sitekeep secret list --tenant {tenant})",
+            err=True,
+        )
+        raise typer.Exit(2)
+    typer.echo(f"deleted secret {name}")

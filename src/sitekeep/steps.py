@@ -1,0 +1,185 @@
+"""The arguments of each agent operation, validated at the edge (SPEC §5, §6).
+
+One pydantic model per operation, shared by the HTTP bodies, the MCP tools and flow steps,
+so every facade names a bad field the same way. Element targets are ``ref`` (from
+``snapshot``) or ``selector`` (CSS), exactly one of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from sitekeep.errors import InvalidInput
+
+__all__ = [
+    "OPERATIONS",
+    "AssertTextArgs",
+    "ClickArgs",
+    "NavigateArgs",
+    "NoArgs",
+    "OnError",
+    "PressArgs",
+    "ReadArgs",
+    "SelectArgs",
+    "Step",
+    "TypeArgs",
+    "TypeSecretArgs",
+    "WaitForArgs",
+    "parse_args",
+    "parse_steps",
+]
+
+OnError = Literal["stop", "continue"]
+
+MAX_STEPS = 100
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoArgs(_Args):
+    """``back``, ``forward``, ``snapshot``, ``screenshot``, ``save_site_data``."""
+
+
+class NavigateArgs(_Args):
+    url: str = Field(description="An http(s) URL, or about:blank.")
+
+
+class _Target(_Args):
+    ref: str | None = Field(default=None, description="An element ref from snapshot: e1, e2…")
+    selector: str | None = Field(default=None, description="A CSS selector, instead of ref.")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> _Target:
+        if (self.ref is None) == (self.selector is None):
+            raise ValueError("give exactly one of ref (from snapshot) or selector (CSS)")
+        return self
+
+
+class ClickArgs(_Target):
+    pass
+
+
+class TypeArgs(_Target):
+    text: str = Field(description="What to type; it replaces what the field holds.")
+    submit: bool = Field(default=False, description="Press Enter after typing.")
+
+
+class TypeSecretArgs(_Target):
+    secret: str = Field(description="The secret's name in the catalogue.")
+    field: str = Field(description="Which of its values: username, password…")
+    submit: bool = Field(default=False, description="Press Enter after typing.")
+
+
+class PressArgs(_Args):
+    keys: str = Field(description="Keys: Enter, Tab, Escape, ArrowDown, Control+A…")
+
+
+class SelectArgs(_Target):
+    value: str = Field(description="The option's value or its visible label.")
+
+
+class ReadArgs(_Args):
+    selector: str | None = Field(default=None, description="CSS; the whole page when absent.")
+    max_chars: int = Field(default=20_000, ge=1, le=200_000)
+
+
+class WaitForArgs(_Args):
+    text: str | None = None
+    selector: str | None = None
+    timeout: float = Field(default=5.0, gt=0, le=120)
+
+    @model_validator(mode="after")
+    def _one_condition(self) -> WaitForArgs:
+        if (self.text is None) == (self.selector is None):
+            raise ValueError("give exactly one of text or selector")
+        return self
+
+
+class AssertTextArgs(_Args):
+    text: str
+
+
+OPERATIONS: dict[str, type[_Args]] = {
+    "navigate": NavigateArgs,
+    "back": NoArgs,
+    "forward": NoArgs,
+    "snapshot": NoArgs,
+    "click": ClickArgs,
+    "type": TypeArgs,
+    "type_secret": TypeSecretArgs,
+    "press": PressArgs,
+    "select": SelectArgs,
+    "read": ReadArgs,
+    "screenshot": NoArgs,
+    "wait_for": WaitForArgs,
+    "assert_text": AssertTextArgs,
+    "save_site_data": NoArgs,
+}
+"""Every operation a flow step may name (SPEC §6), with its arguments."""
+
+
+class Step(BaseModel):
+    """One flow step: an operation, its arguments, and what to do if it fails."""
+
+    model_config = ConfigDict(frozen=True)
+
+    op: str
+    args: _Args
+    on_error: OnError | None = None
+
+
+def _invalid(exc: ValidationError, prefix: str) -> InvalidInput:
+    first = exc.errors()[0]
+    loc = ".".join(str(p) for p in first.get("loc", ()))
+    field = f"{prefix}.{loc}" if prefix and loc else (prefix or loc or None)
+    message = first.get("msg", "invalid").removeprefix("Value error, ")
+    return InvalidInput(f"{field}: {message}" if field else message, field=field)
+
+
+def parse_args(op: str, args: Mapping[str, Any], *, prefix: str = "") -> _Args:
+    """The validated arguments of ``op``.
+
+    Raises:
+        InvalidInput: an unknown operation or a bad argument, naming the field.
+    """
+    model = OPERATIONS.get(op)
+    if model is None:
+        raise InvalidInput(
+            f"unknown operation {op!r}; one of: {', '.join(OPERATIONS)}",
+            field=f"{prefix}.op" if prefix else "op",
+        )
+    try:
+        return model.model_validate(dict(args))
+    except ValidationError as exc:
+        raise _invalid(exc, prefix) from exc
+
+
+def parse_steps(steps: Sequence[Mapping[str, Any]]) -> list[Step]:
+    """Flow steps ``[{op, on_error?, ...args}]`` (or ``{op, args: {...}}``), validated.
+
+    Raises:
+        InvalidInput: naming the step and field, e.g. ``steps[2].url``.
+    """
+    if not isinstance(steps, Sequence) or isinstance(steps, str | bytes) or not steps:
+        raise InvalidInput("steps must be a non-empty list", field="steps")
+    if len(steps) > MAX_STEPS:
+        raise InvalidInput(f"at most {MAX_STEPS} steps", field="steps")
+    parsed = []
+    for i, raw in enumerate(steps):
+        where = f"steps[{i}]"
+        if not isinstance(raw, Mapping) or not isinstance(raw.get("op"), str):
+            raise InvalidInput("a step is an object with an op", field=f"{where}.op")
+        rest = {k: v for k, v in raw.items() if k not in ("op", "on_error")}
+        if set(rest) == {"args"} and isinstance(rest["args"], Mapping):
+            rest = dict(rest["args"])
+        on_error = raw.get("on_error")
+        if on_error not in (None, "stop", "continue"):
+            raise InvalidInput("on_error is stop or continue", field=f"{where}.on_error")
+        args = parse_args(raw["op"], rest, prefix=where)
+        parsed.append(Step(op=raw["op"], args=args, on_error=on_error))
+    return parsed
