@@ -1,0 +1,82 @@
+"""MCP over streamable HTTP at ``/mcp`` in the HTTP app (SPEC §5), behind the bearer token.
+
+:class:`BearerGate` wraps the SDK's streamable HTTP app: a request without a known token
+gets the HTTP API's 401 body; one with gets its :class:`Principal` in the ASGI scope,
+where :func:`principal_from_request` finds it for each tool call. The SDK's own Host /
+Origin checks (DNS rebinding) stay on for a loopback bind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from sitekeep.errors import Unauthorized, error_json
+from sitekeep.model import Principal
+from sitekeep.stores.sql import TokenStore
+
+__all__ = ["MCP_PATH", "BearerGate", "mcp_route", "principal_from_request"]
+
+MCP_PATH = "/mcp"
+PRINCIPAL = "sitekeep.principal"
+"""The ASGI scope key holding the caller's :class:`Principal`."""
+
+
+class BearerGate:
+    """ASGI middleware: ``Authorization: Bearer <token>`` or a 401 JSON error."""
+
+    def __init__(self, app: ASGIApp, tokens_of: Callable[[], TokenStore]) -> None:
+        self._app = app
+        self._tokens_of = tokens_of
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        scheme, _, token = (Headers(scope=scope).get("authorization") or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            error = Unauthorized("send Authorization: Bearer <token> (sitekeep token create)")
+        else:
+            principal = await self._tokens_of().resolve(token.strip())
+            if principal is not None:
+                await self._app({**scope, PRINCIPAL: principal}, receive, send)
+                return
+            error = Unauthorized("unknown token")
+        response = JSONResponse(
+            {"error": error_json(error)}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+        )
+        await response(scope, receive, send)
+
+
+def principal_from_request(ctx: Context[Any, Any]) -> Principal:
+    """The principal :class:`BearerGate` put in the scope of the call's HTTP request.
+
+    Raises:
+        Unauthorized: the request did not pass the gate (never, once mounted by
+            :func:`mcp_route`).
+    """
+    request = ctx.request_context.request
+    principal = getattr(request, "scope", {}).get(PRINCIPAL)
+    if not isinstance(principal, Principal):
+        raise Unauthorized("this MCP endpoint needs Authorization: Bearer <token>")
+    return principal
+
+
+def mcp_route(server: MCPServer, tokens_of: Callable[[], TokenStore], *, host: str) -> Route:
+    """The route serving ``server`` at exactly ``/mcp`` (no redirect to ``/mcp/``, which
+    some clients do not follow on POST), behind :class:`BearerGate`.
+
+    The caller runs ``server.session_manager.run()`` in its lifespan.
+
+    Args:
+        host: the interface the server binds; on loopback the SDK checks ``Host`` and
+            ``Origin`` against loopback names with any port (DNS rebinding).
+    """
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    return Route(MCP_PATH, endpoint=BearerGate(app, tokens_of), include_in_schema=False)

@@ -1,0 +1,204 @@
+"""The MCP facade through the SDK's in-memory client, on real Chromium and the fixture
+sites (SPEC §5): tool list and annotations, the agent's sign-in story, screenshots as
+image content, errors as error results naming the field, resources as JSON."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult, ImageContent, TextContent
+
+from fixtures.sites import FORM_PASSWORD, FORM_USER, Sites
+from sitekeep.config import Settings
+from sitekeep.mcp import build_server
+from sitekeep.service import Service
+from support import WHO
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+PAGE_TOOLS = {
+    "navigate",
+    "back",
+    "forward",
+    "snapshot",
+    "click",
+    "type",
+    "type_secret",
+    "press",
+    "select",
+    "read",
+    "screenshot",
+}
+
+
+@pytest.fixture
+async def service(settings: Settings) -> AsyncIterator[Service]:
+    opened = Service.from_settings(settings)
+    yield opened
+    await opened.browsers.close_all()
+    await opened.aclose()
+
+
+@pytest.fixture
+async def client(service: Service) -> AsyncIterator[Client]:
+    async with Client(build_server(lambda: service, lambda _ctx: WHO)) as connected:
+        yield connected
+
+
+async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
+    """A tool's result; it must not be an error, and its text must carry the same JSON."""
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content
+    assert isinstance(result.structured_content, dict)
+    first = result.content[0]
+    assert isinstance(first, TextContent) and json.loads(first.text) == result.structured_content
+    return result.structured_content
+
+
+def error_of(result: CallToolResult) -> dict[str, Any]:
+    """The ``{type, message, field?}`` of an error result."""
+    assert result.is_error
+    text = result.content[0]
+    assert isinstance(text, TextContent)
+    body: dict[str, Any] = json.loads(text.text[text.text.index("{") :])
+    return dict(body["error"])
+
+
+def ref_of(snapshot: dict[str, Any], role: str, name: str) -> str:
+    for element in snapshot["elements"]:
+        if element["role"] == role and element["name"] == name:
+            return str(element["ref"])
+    raise AssertionError(f"no {role} named {name!r} in {snapshot['elements']}")
+
+
+async def test_tools_are_listed_with_honest_annotations(client: Client) -> None:
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) == PAGE_TOOLS | {
+        "open_session",
+        "save_site_data",
+        "close_session",
+        "run_flow",
+    }
+    hints = {name: tool.annotations for name, tool in tools.items()}
+    for name in ("snapshot", "read", "screenshot"):
+        assert hints[name] is not None and hints[name].read_only_hint is True, name
+    save = hints["save_site_data"]
+    assert save is not None
+    assert (save.read_only_hint, save.destructive_hint, save.idempotent_hint) == (
+        False,
+        False,
+        True,
+    )
+    close = hints["close_session"]
+    assert close is not None and (close.destructive_hint, close.idempotent_hint) == (False, True)
+    opening = hints["open_session"]
+    assert opening is not None and opening.destructive_hint is True
+    for name in ("navigate", "back", "forward", "click", "type", "press", "select"):
+        hint = hints[name]
+        assert hint is not None and hint.read_only_hint is False and hint.open_world_hint, name
+    for name, tool in tools.items():
+        assert "key" in tool.input_schema["properties"], name
+    assert "right after signing in" in (tools["save_site_data"].description or "")
+    assert "stale" in (tools["snapshot"].description or "")
+    assert "without you ever seeing" in (tools["type_secret"].description or "")
+    assert "delete" in (tools["open_session"].description or "")
+
+
+async def test_an_agent_signs_in_saves_closes_and_comes_back_signed_in(
+    client: Client, service: Service, sites: Sites
+) -> None:
+    await service.secrets.put(
+        WHO.tenant,
+        "form-login",
+        "carol's account on the form app",
+        ["form.example.test"],
+        {"password": FORM_PASSWORD},
+    )
+    opened = await call(client, "open_session")
+    assert opened["key"] == "default"  # no key: the connection's session
+    page = await call(client, "navigate", url=sites.url("form.example.test", "/login"))
+    assert page["title"] == "Form — sign in"
+    snap = await call(client, "snapshot")
+    await call(client, "type", ref=ref_of(snap, "textbox", "Username"), text=FORM_USER)
+    typed = await call(
+        client, "type_secret", selector="#pass", secret="form-login", field="password"
+    )
+    assert typed["typed"] == {"secret": "form-login", "field": "password"}
+    assert FORM_PASSWORD not in json.dumps(typed)
+    landed = await call(client, "click", ref=ref_of(snap, "button", "Sign in"))
+    assert landed["title"] == f"Form — welcome {FORM_USER}"
+
+    saved = await call(client, "save_site_data")
+    assert (
+        saved["saved"]["cookies"] == 2 and saved["uri"] == "sitekeep://sessions/default/site-data"
+    )
+    assert (await call(client, "close_session")) == {"key": "default", "closed": True}
+
+    back = await call(client, "open_session", url=sites.url("form.example.test", "/"))
+    assert back["title"].startswith(f"Form — signed in as {FORM_USER}")
+    text = await call(client, "read")
+    assert f"signed in as {FORM_USER}" in text["text"]
+
+
+async def test_screenshot_is_png_image_content_with_url_and_title(
+    client: Client, sites: Sites
+) -> None:
+    url = sites.url("form.example.test", "/login")
+    await call(client, "open_session", key="shot", url=url)
+    result = await client.call_tool("screenshot", {"key": "shot"})
+    assert not result.is_error
+    image, text = result.content
+    assert isinstance(image, ImageContent) and image.mime_type == "image/png"
+    assert base64.b64decode(image.data).startswith(b"\x89PNG\r\n\x1a\n")
+    assert isinstance(text, TextContent)
+    assert json.loads(text.text) == {"url": url, "title": "Form — sign in"}
+
+
+async def test_errors_come_back_as_error_results_naming_the_field(
+    client: Client, sites: Sites
+) -> None:
+    await call(client, "open_session", key="e", url=sites.url("form.example.test", "/login"))
+    refused = await client.call_tool("navigate", {"key": "e", "url": "file:///etc/passwd"})
+    error = error_of(refused)
+    assert error["type"] == "invalid_input" and error["field"] == "url"
+
+    stale = error_of(await client.call_tool("click", {"key": "e", "ref": "e999"}))
+    assert stale["type"] == "stale_ref" and "snapshot again" in stale["message"]
+    missing = error_of(await client.call_tool("back", {"key": "nobody"}))
+    assert missing["type"] == "not_found"
+    flow = error_of(await client.call_tool("run_flow", {"key": "e", "steps": [{"op": "navigate"}]}))
+    assert flow["field"] == "steps[0].url"
+
+
+async def test_resources_read_back_json_with_http_only_values_hidden(
+    client: Client, sites: Sites
+) -> None:
+    await call(client, "open_session", key="r", url=sites.url("form.example.test", "/login"))
+    await call(client, "type", key="r", selector="#user", text=FORM_USER)
+    await call(client, "type", key="r", selector="#pass", text=FORM_PASSWORD, submit=True)
+    await call(client, "save_site_data", key="r")
+
+    async def resource(uri: str) -> dict[str, Any]:
+        contents = (await client.read_resource(uri)).contents
+        assert contents[0].mime_type == "application/json"
+        body: dict[str, Any] = json.loads(getattr(contents[0], "text"))  # noqa: B009
+        return body
+
+    current = await resource("sitekeep://sessions/r/current")
+    assert current["title"] == f"Form — welcome {FORM_USER}"
+    assert current["browser"] == {"kind": "chromium", "live": True}
+    by_host = await resource("sitekeep://sessions/r/site-data")
+    hosts = {row["site"]: row for row in by_host["hosts"]}
+    assert hosts["form.example.test"]["cookies"] == 2
+    full = await resource(hosts["form.example.test"]["uri"])
+    cookies = {c["name"]: c["value"] for c in full["cookies"]}
+    assert cookies == {"form_session": "•••", "form_plan": "free"}
+
+    with pytest.raises(MCPError, match="not_found"):
+        await client.read_resource("sitekeep://sessions/nobody/current")
