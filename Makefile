@@ -4,6 +4,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+GRID_STAMP := .grid/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8700
 
@@ -11,12 +12,16 @@ PORT ?= 8700
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/setup-system.sh
+$(STAMP): pyproject.toml scripts/setup-system.sh $(GRID_STAMP)
 	PYTHON=$(PYTHON) scripts/setup-system.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
+
+# The Selenium Grid (Java, npm's selenium-server jar in .grid/) and Firefox ESR for tests/grid.
+$(GRID_STAMP): scripts/setup-grid.sh
+	@scripts/setup-grid.sh
 
 run: setup
 	@echo "admin token (tenant default): $$($(BIN)/sitekeep token create --tenant default --subject admin --admin)"
@@ -34,4 +39,4 @@ bench: setup
 	$(BIN)/python bench/save_restore.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .grid .pytest_cache .mypy_cache .ruff_cache

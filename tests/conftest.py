@@ -119,6 +119,7 @@ async def make_api(settings: Settings) -> AsyncIterator[ApiFactory]:
     yield make
     for lifespan, http, service in reversed(opened):
         await service.browsers.close_all()
+        service.browsers.stop_local_drivers()
         await http.aclose()
         await lifespan.__aexit__(None, None, None)
 

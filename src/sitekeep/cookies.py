@@ -15,6 +15,7 @@ this machine (research/bidi-spike.md §1):
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from email.utils import formatdate
 from typing import Any
@@ -23,6 +24,8 @@ from urllib.parse import urlsplit
 from sitekeep.model import BrowserKind, Cookie, SameSite
 
 __all__ = [
+    "MAX_AGE",
+    "as_stored",
     "attributes",
     "cookie_host",
     "covers_host",
@@ -78,10 +81,9 @@ def _as_same_site(value: str) -> SameSite:
 
 def to_bidi(cookie: Cookie, kind: BrowserKind) -> dict[str, Any]:
     """The ``storage.setCookie`` ``cookie`` parameter (a BiDi ``storage.PartialCookie``)."""
-    value_type = "base64" if cookie.extras.get("bidi:valueType") == "base64" else "string"
     out: dict[str, Any] = {
         "name": cookie.name,
-        "value": {"type": value_type, "value": cookie.value},
+        "value": _bidi_value(cookie, kind),
         "domain": cookie.domain,
         "path": cookie.path,
         "httpOnly": cookie.http_only,
@@ -99,6 +101,40 @@ def to_bidi(cookie: Cookie, kind: BrowserKind) -> dict[str, Any]:
     if kind == "chromium" and cookie.partition_key:
         out["goog:partitionKey"] = dict(cookie.partition_key)
     return out
+
+
+def _bidi_value(cookie: Cookie, kind: BrowserKind) -> dict[str, str]:
+    """The ``network.BytesValue`` of a cookie's value.
+
+    Firefox 153's ``storage.setCookie`` stores a string value's UTF-8 bytes one byte per
+    character (measured: "ü" comes back as "Ã¼"), while it reports values as they are.
+    A value of Latin-1 characters therefore goes as base64 of its Latin-1 bytes, which
+    Firefox stores one byte per character — exactly as reported. Characters above U+00FF
+    cannot be written there at all; the restore's jar check reports such a cookie.
+    """
+    if cookie.extras.get("bidi:valueType") == "base64":
+        return {"type": "base64", "value": cookie.value}
+    if kind == "firefox" and not cookie.value.isascii():
+        try:
+            raw = cookie.value.encode("latin-1")
+        except UnicodeEncodeError:
+            return {"type": "string", "value": cookie.value}
+        return {"type": "base64", "value": base64.b64encode(raw).decode()}
+    return {"type": "string", "value": cookie.value}
+
+
+MAX_AGE = 400 * 86400
+"""Chromium and Firefox both cap a cookie's lifetime at 400 days (RFC 6265bis §5.6.1:
+"the user agent MUST limit the maximum age to 400 days")."""
+
+
+def as_stored(cookie: Cookie, now: float) -> tuple[Any, ...]:
+    """:func:`attributes` as a browser stores them written at ``now``: the expiry capped
+    at 400 days ahead (to the minute, since ``now`` is not the browser's clock)."""
+    attrs = list(attributes(cookie))
+    if cookie.expiry is not None and cookie.expiry > now + MAX_AGE - 60:
+        attrs[-1] = "capped"
+    return tuple(attrs)
 
 
 def is_unexpired(cookie: Cookie, now: float) -> bool:

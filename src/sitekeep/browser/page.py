@@ -215,10 +215,14 @@ async def call_on(browser: LiveBrowser, shared_id: str, function: str, *args: An
         BidiError: with code ``no such node`` when the element's document is gone.
     """
     arguments = [{"sharedId": shared_id}, *({"type": "string", "value": a} for a in args)]
+    guarded = (
+        "(el, ...rest) => (!el.isConnected || el.ownerDocument !== document)"
+        f" ? JSON.stringify({{__stale: true}}) : ({function})(el, ...rest)"
+    )
     result = await browser.conn.send(
         "script.callFunction",
         {
-            "functionDeclaration": function,
+            "functionDeclaration": guarded,
             "arguments": arguments,
             "target": {"context": browser.context},
             "awaitPromise": False,
@@ -226,7 +230,12 @@ async def call_on(browser: LiveBrowser, shared_id: str, function: str, *args: An
         },
     )
     _raise_on_exception(result, "element script")
-    return json.loads(result["result"]["value"])
+    value = json.loads(result["result"]["value"])
+    if isinstance(value, dict) and value.get("__stale"):
+        # Firefox hands back a node of a document kept for back/forward; Chromium says
+        # "no such node" itself. Both mean the same: the page moved on.
+        raise BidiError("no such node", "script.callFunction", "the element's document is gone")
+    return value
 
 
 _PREPARE = """(el) => {

@@ -35,7 +35,7 @@ from sitekeep.browser.live import LiveBrowser, Loads
 from sitekeep.browser.scripts import ACKS, LANDED, inline_write, landing_preload
 from sitekeep.browser.spare import SparePage, SpareResponder
 from sitekeep.cookies import (
-    attributes,
+    as_stored,
     cookie_host,
     is_unexpired,
     set_by_response,
@@ -103,6 +103,7 @@ class _Restore:
     def __init__(self, browser: LiveBrowser, snapshot: SiteData, now: float) -> None:
         self.browser = browser
         self.snapshot = snapshot
+        self.now = now
         self.cookies = [c for c in snapshot.cookies if is_unexpired(c, now)]
         self.payloads = _payloads(snapshot)
         self.report = RestoreReport()
@@ -113,7 +114,7 @@ class _Restore:
         landing = origin_of(land) if land else None
         if land and landing is not None and set(self.payloads) == {landing}:
             await _set_cookies(self.browser, self.cookies)
-            await _check_cookies(self.browser, self.cookies, self.report)
+            await _check_cookies(self.browser, self.cookies, self.report, self.now)
             await self.land_with_preload(land, self.payloads[landing])
             return
         carried = _carriers(self.cookies, list(self.payloads))
@@ -124,14 +125,14 @@ class _Restore:
             try:
                 async with SpareResponder(self.browser.conn, [self.browser.context]) as spare:
                     await self.write_storage(spare, carried)
-                    await _check_cookies(self.browser, self.cookies, self.report)
+                    await _check_cookies(self.browser, self.cookies, self.report, self.now)
                     # The landing loads while the spare page's intercept is torn down: the
                     # intercept matches only the reserved path, so it cannot hold it up.
                     landed = asyncio.get_running_loop().create_task(self.land(land))
             except (BidiError, BrowserUnavailable) as exc:
                 self.skip_unwritten(_code(exc))
         if landed is None:
-            await _check_cookies(self.browser, self.cookies, self.report)
+            await _check_cookies(self.browser, self.cookies, self.report, self.now)
             await self.land(land)
         else:
             await landed
@@ -258,24 +259,25 @@ async def _set_cookies(browser: LiveBrowser, cookies: Sequence[Cookie]) -> None:
 
 
 async def _check_cookies(
-    browser: LiveBrowser, cookies: Sequence[Cookie], report: RestoreReport
+    browser: LiveBrowser, cookies: Sequence[Cookie], report: RestoreReport, now: float
 ) -> None:
     """Compare the jar with what was meant (Chromium answers success for cookies it
-    drops); write again, through ``storage.setCookie``, each one not stored as saved."""
+    drops); write again, through ``storage.setCookie``, each one not stored as saved
+    (a lifetime past 400 days counts as capped, as both browsers store it)."""
     if not cookies:
         return
     try:
-        stored = await _jar(browser)
-        redo = [c for c in cookies if stored.get(_key(c)) != attributes(c)]
+        stored = await _jar(browser, now)
+        redo = [c for c in cookies if stored.get(_key(c)) != as_stored(c, now)]
         if redo:
             await _set_cookies(browser, redo)
-            stored = await _jar(browser)
+            stored = await _jar(browser, now)
     except (BidiError, BrowserUnavailable) as exc:
         for cookie in cookies:
             report.skip(cookie_host(cookie), f"cookie {cookie.name!r} unknown: {_code(exc)}")
         return
     for cookie in cookies:
-        if stored.get(_key(cookie)) == attributes(cookie):
+        if stored.get(_key(cookie)) == as_stored(cookie, now):
             report.add_host(cookie_host(cookie))
         else:
             report.skip(cookie_host(cookie), f"cookie {cookie.name!r} was refused by the browser")
@@ -285,8 +287,8 @@ def _key(cookie: Cookie) -> tuple[str, str, str]:
     return (cookie.name, cookie.domain, cookie.path)
 
 
-async def _jar(browser: LiveBrowser) -> dict[tuple[str, str, str], tuple[Any, ...]]:
-    return {_key(c): attributes(c) for c in await read_cookies(browser)}
+async def _jar(browser: LiveBrowser, now: float) -> dict[tuple[str, str, str], tuple[Any, ...]]:
+    return {_key(c): as_stored(c, now) for c in await read_cookies(browser)}
 
 
 async def _write_in_background(
