@@ -1,16 +1,33 @@
-"""Pure rules for cookies: BiDi wire shape ⇄ model, domain matching, expiry.
+"""Pure rules for cookies, and the one place where Chromium and Firefox are made to agree.
 
-Sources: RFC 6265bis (domain matching §5.1.3, SameSite §5.4.7), W3C WebDriver BiDi
-``network.Cookie`` / ``storage.PartialCookie``. Browser quirks handled here were measured on
-this machine (research/bidi-spike.md §1):
+The model (``sitekeep.model.Cookie``) is browser-neutral; a snapshot saved in one engine
+restores into the other (SPEC §3 Cross-browser). Every difference is normalised here, on
+the way in (:func:`from_bidi`) or out (:func:`to_bidi`), each rule with its source:
 
-* Chromium reports a cookie set with no SameSite attribute as ``sameSite: "none"``; when
-  such a cookie is not ``secure`` it cannot be a real ``SameSite=None`` cookie (Chromium
-  rejects those), so it is read as ``default``.
-* Chromium replies success to ``setCookie`` with ``sameSite: "none"`` and ``secure: false``
-  but stores nothing, and stores ``sameSite: "default"`` as an explicit ``lax``: both are
-  written with the attribute left out, which keeps the cookie's unspecified SameSite.
-* Expiry must be an integer on both engines.
+* **SameSite spelling and defaults.** BiDi ``network.SameSite`` is ``strict | lax | none |
+  default`` (W3C WebDriver BiDi §network.Cookie). Chromium reports a cookie set with no
+  SameSite attribute as ``"none"``; a ``"none"`` cookie that is not ``secure`` cannot be a
+  real SameSite=None cookie (RFC 6265bis §5.7 step 17 rejects those, and so do both
+  engines), so it is read as ``default``. Firefox reported no-SameSite cookies as
+  ``"none"`` before BiDi had ``default``: the same rule covers it. Writing ``default``:
+  Chromium stores ``sameSite: "default"`` as an explicit ``lax`` and silently drops
+  ``"none"`` + insecure (measured, research/bidi-spike.md §1), so the attribute is left
+  out; Firefox takes ``"default"`` as it is.
+* **Expiry type.** BiDi's ``expiry`` is a js-uint of seconds; Chromium rejects a float
+  ("Expected integer") and Firefox does too (spike §1): always an ``int``, None for a
+  session cookie. Both engines cap a lifetime at 400 days (RFC 6265bis §5.6.1), so a
+  check of what was stored allows for the cap (:func:`as_stored`).
+* **Host-only vs domain.** Both engines report a domain cookie with a leading dot and a
+  host-only one without, and ``setCookie`` reads the domain the same way (spike §1), so
+  the spelling is kept as reported; :func:`covers_host` implements RFC 6265bis §5.1.3.
+* **Partition keys (CHIPS).** Chromium reports ``goog:partitionKey`` per cookie and takes
+  it back on ``setCookie`` (spike §1); Firefox reports none and has no per-cookie
+  equivalent, so the key is kept in the model and written only to Chromium.
+* **Values.** Firefox 153's ``setCookie`` stores a string value's UTF-8 bytes one byte per
+  character; Latin-1 values are therefore written as base64 of their Latin-1 bytes
+  (:func:`_bidi_value`).
+* **Vendor fields** (``goog:priority``…) are kept in ``extras`` and never sent to another
+  engine.
 """
 
 from __future__ import annotations

@@ -6,8 +6,11 @@ the test makes) opens that kind by default.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
+from fixtures.grid import Grid, start_grid
 from sitekeep.config import Settings
 
 BROWSERS = ("chromium", "firefox")
@@ -22,10 +25,32 @@ def browser(request: pytest.FixtureRequest) -> str:
     return kind
 
 
+@pytest.fixture(scope="session")
+def grid(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grid]:
+    """A real Selenium Grid standalone with a Chromium and a Firefox node, for the run."""
+    running = start_grid(tmp_path_factory.mktemp("grid"))
+    yield running
+    running.stop()
+
+
 @pytest.fixture
-def settings(settings: Settings, browser: str) -> Settings:
+def via() -> str:
+    """Where browsers run: ``local`` (sitekeep's own drivers); a test parametrises it
+    with ``grid`` to run through a Selenium Grid."""
+    return "local"
+
+
+@pytest.fixture
+def settings(
+    settings: Settings, browser: str, via: str, request: pytest.FixtureRequest
+) -> Settings:
     """Chromium through the run's chromedriver; Firefox through sitekeep's own geckodrivers
-    (one per browser, in the test's data dir)."""
+    (one per browser, in the test's data dir); or both through the Grid."""
+    if via == "grid":
+        grid: Grid = request.getfixturevalue("grid")
+        return settings.model_copy(
+            update={"browser": browser, "firefox_prefs": FIREFOX_PREFS, "webdriver_url": grid.url}
+        )
     if browser == "firefox":
         return settings.model_copy(
             update={"browser": browser, "firefox_prefs": FIREFOX_PREFS, "webdriver_url": None}

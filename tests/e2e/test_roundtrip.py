@@ -7,7 +7,11 @@ import pytest
 from fixtures.sites import Sites
 from support import Api
 
-pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.e2e,
+    pytest.mark.parametrize("via", ["local", "grid"]),  # the round trips run through a Grid too
+]
 
 SPARE = "/__sitekeep-spare__"
 
