@@ -40,6 +40,11 @@ Run::
 ``--phases`` adds, per size, one traced sitekeep run of each operation and prints where
 the time goes (each engine step and every BiDi command: calls, summed and wall time).
 
+Firefox columns: the same work by sitekeep on Debian's Firefox ESR (through its own
+geckodriver; no pool, so restore is into a browser started just before). Playwright cannot
+drive Debian's Firefox (it needs its own patched build, and ``playwright install`` is not
+available), so those ratios are against Playwright on Chromium.
+
 Targets: save of 20 origins ≤ ⅓ of Playwright's ``storage_state()`` time (ratio ≤ 0.33);
 restore + land ≤ ½ of Playwright's (ratio ≤ 0.50).
 """
@@ -152,6 +157,9 @@ class Series:
 
     sitekeep: list[float] = field(default_factory=list)
     playwright: list[float] = field(default_factory=list)
+    firefox: list[float] = field(default_factory=list)
+    """sitekeep on Firefox ESR (Playwright cannot drive Debian's Firefox: it needs its own
+    patched build), same pages, same checks."""
     warmup: dict[str, float] = field(default_factory=dict)
     detail: dict[str, list[Any]] = field(default_factory=dict)
 
@@ -187,6 +195,7 @@ class Bench:
     pw: Playwright
     pw_browser: Browser
     runs: int
+    firefox: Service | None = None
     tracer: Tracer | None = None
 
     def clock(self) -> float:
@@ -347,7 +356,62 @@ class Bench:
         if phases:
             await self.trace(f"open_session, N={n}", sk_open)
         await service.close_browser(WHO, key)
+        if self.firefox is not None:
+            await self.firefox_runs(n, out, pages, land)
         return out
+
+    async def firefox_runs(
+        self, n: int, out: dict[str, Series], pages: list[str], land: str
+    ) -> None:
+        """The same work by sitekeep on Firefox ESR, into each table's Firefox column."""
+        service, key = self.firefox, f"ff{n}"
+        assert service is not None
+        await service.open_session(WHO, key=key)
+        for url in pages:
+            await service.navigate(WHO, key, url)
+
+        async def save(full: bool) -> float:
+            start = time.perf_counter()
+            result = await service.save_site_data(WHO, key, full=full)
+            took = ms(start)
+            check(result["saved"]["cookies"] == 3 * n, "Firefox saved cookies")
+            check(len(result["saved"]["sites"]) == n, "Firefox saved sites")
+            return took
+
+        for op, full in (("save", False), ("save full=True", True)):
+            await save(full)  # warm-up
+            out[op].firefox.extend([await save(full) for _ in range(self.runs)])
+        await service.close_browser(WHO, key)
+        snapshot = await service._load_snapshot(WHO.tenant, key)
+        assert snapshot is not None
+
+        async def restore_into() -> float:
+            live = await service.browsers.start("firefox")
+            try:
+                start = time.perf_counter()
+                report = await restore_mod.restore(live, snapshot, land, now=time.time())
+                took = ms(start)
+                check(not report.skipped, f"Firefox restore skipped {report.skipped}")
+                await self.verify_sitekeep(live, n)
+            finally:
+                await service.browsers.close(live.ref)
+            return took
+
+        async def open_again() -> float:
+            await service.close_browser(WHO, key)
+            start = time.perf_counter()
+            result = await service.open_session(WHO, key=key, url=land)
+            took = ms(start)
+            check(result["title"] == "landed", "Firefox open_session landed")
+            return took
+
+        for op, run in (
+            ("restore + land, cold browser", restore_into),
+            ("open_session", open_again),
+        ):
+            await run()  # warm-up
+            out[op].firefox.extend([await run() for _ in range(self.runs)])
+        await service.close_browser(WHO, key)
 
     async def why_spare(self, key: str, series: Series) -> None:
         """The fast save still read origins through the spare tab: one more (untimed) save
@@ -358,13 +422,13 @@ class Bench:
         async def spy(browser: LiveBrowser, origins: Any, deadline: float) -> Any:
             tracker = browser.tracker
             for o in origins:
-                dead = [d for d, doc in tracker._live.items() if doc.origin == o]
+                dead = [c for c, doc in tracker._docs.items() if doc.origin == o]
                 found.append(
                     {
                         "origin": o,
                         "tainted": o in tracker._tainted,
                         "has_copy": o in tracker._copies,
-                        "docs_born_not_left": len(dead),
+                        "live_docs_in_events": len(dead),
                         "tracker_complete": tracker.complete,
                     }
                 )
@@ -565,13 +629,19 @@ def print_tables(results: dict[int, dict[str, Series]]) -> list[str]:
         if op not in operations:
             continue
         table = Table(title=titles[op])
-        for col in ("N", "sitekeep median ms", "Playwright median ms", "ratio sk/pw", "n"):
+        columns = ("N", "sitekeep median ms", "Playwright median ms", "ratio sk/pw", "n")
+        columns += ("sitekeep Firefox median ms", "ratio Firefox/pw")
+        for col in columns:
             table.add_column(col, justify="right")
         for n, by_op in results.items():
             s = by_op[op]
             sk, pw = median(s.sitekeep), median(s.playwright)
             ratio = sk / pw
-            table.add_row(str(n), f"{sk:.0f}", f"{pw:.0f}", f"{ratio:.2f}", str(len(s.sitekeep)))
+            ff = f"{median(s.firefox):.0f}" if s.firefox else "—"
+            ff_ratio = f"{median(s.firefox) / pw:.2f}" if s.firefox else "—"
+            table.add_row(
+                str(n), f"{sk:.0f}", f"{pw:.0f}", f"{ratio:.2f}", str(len(s.sitekeep)), ff, ff_ratio
+            )
             if op in TARGETS:
                 at, limit = TARGETS[op]
                 if at is None or at == n:
@@ -591,7 +661,7 @@ def print_tables(results: dict[int, dict[str, Series]]) -> list[str]:
     return verdicts
 
 
-async def main(runs: int, sizes: list[int], phases: bool) -> None:
+async def main(runs: int, sizes: list[int], phases: bool, no_firefox: bool = False) -> None:
     logging.getLogger("selenium").setLevel(logging.WARNING)
     sites = start_sites()
     tmp = tempfile.TemporaryDirectory(prefix="sitekeep-bench-")
@@ -600,6 +670,15 @@ async def main(runs: int, sizes: list[int], phases: bool) -> None:
     )
     service = Service.from_settings(settings)  # warm_browsers=1, as `sitekeep serve` runs
     await service.browsers.warm_up()
+    ff_settings = settings.model_copy(
+        update={
+            "data_dir": Path(tmp.name) / "firefox",
+            "browser": "firefox",
+            "firefox_prefs": {"network.dns.forceResolve": "127.0.0.1"},
+            "warm_browsers": 0,
+        }
+    )
+    firefox = Service.from_settings(ff_settings) if not no_firefox else None
     results: dict[int, dict[str, Series]] = {}
     started = time.time()
     try:
@@ -607,7 +686,7 @@ async def main(runs: int, sizes: list[int], phases: bool) -> None:
             pw_browser = await pw.chromium.launch(
                 executable_path=CHROMIUM, headless=True, args=FLAGS
             )
-            bench = Bench(sites, service, pw, pw_browser, runs)
+            bench = Bench(sites, service, pw, pw_browser, runs, firefox)
             for n in sizes:
                 console.print(f"[dim]N={n}: {n * 4} setup pages per tool, {runs} runs…[/dim]")
                 results[n] = await bench.size(n, phases)
@@ -616,9 +695,11 @@ async def main(runs: int, sizes: list[int], phases: bool) -> None:
     finally:
         await service.browsers.close_all()
         await service.aclose()
-        if service.browsers.local_driver is not None:
-            service.browsers.local_driver.stop()
-        await service.aclose()
+        service.browsers.stop_local_drivers()
+        if firefox is not None:
+            await firefox.browsers.close_all()
+            await firefox.aclose()
+            firefox.browsers.stop_local_drivers()
         sites.stop()
         tmp.cleanup()
     verdicts = print_tables(results)
@@ -637,6 +718,7 @@ async def main(runs: int, sizes: list[int], phases: bool) -> None:
                 op: {
                     "sitekeep_ms": s.sitekeep,
                     "playwright_ms": s.playwright,
+                    "firefox_ms": s.firefox,
                     "warmup_ms": s.warmup,
                     "detail": s.detail,
                 }
@@ -654,9 +736,10 @@ def cli() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--sizes", default="1,5,20,50")
     parser.add_argument("--phases", action="store_true", help="trace one run per operation")
+    parser.add_argument("--no-firefox", action="store_true", help="skip the Firefox columns")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    asyncio.run(main(args.runs, sizes, args.phases))
+    asyncio.run(main(args.runs, sizes, args.phases, args.no_firefox))
 
 
 if __name__ == "__main__":

