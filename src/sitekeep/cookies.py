@@ -33,7 +33,7 @@ the way in (:func:`from_bidi`) or out (:func:`to_bidi`), each rule with its sour
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from email.utils import formatdate
 from typing import Any
 from urllib.parse import urlsplit
@@ -48,7 +48,6 @@ __all__ = [
     "covers_host",
     "from_bidi",
     "is_unexpired",
-    "keys",
     "set_by_response",
     "to_bidi",
     "to_set_cookie",
@@ -176,11 +175,6 @@ def covers_host(cookie: Cookie, host: str) -> bool:
 def cookie_host(cookie: Cookie) -> str:
     """The host a cookie belongs to: its domain without a leading dot."""
     return cookie.domain.lstrip(".").lower()
-
-
-def keys(cookies: Sequence[Cookie]) -> set[tuple[str, str, str]]:
-    """(name, domain, path) of each cookie: a cookie's identity in a jar (RFC 6265bis §5.7)."""
-    return {(c.name, c.domain, c.path) for c in cookies}
 
 
 def attributes(cookie: Cookie) -> tuple[Any, ...]:

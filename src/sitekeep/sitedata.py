@@ -9,7 +9,7 @@ longest ago are left out until it fits.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -237,13 +237,3 @@ def forget_host(snapshot: SiteData, host: str) -> SiteData:
             else snapshot.session
         ),
     )
-
-
-def hosts_of(origins: Iterable[str]) -> list[str]:
-    """Distinct hosts of origins, in first-seen order."""
-    out: list[str] = []
-    for origin in origins:
-        host = host_of(origin)
-        if host not in out:
-            out.append(host)
-    return out

@@ -180,6 +180,14 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _answers(url: str) -> bool:
+    """Whether a WebDriver server answers at ``url`` (ready or busy with a session)."""
+    try:
+        return httpx.get(f"{url}/status", timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 def _ready(url: str) -> bool:
     try:
         reply = httpx.get(f"{url}/status", timeout=2.0)
@@ -200,6 +208,31 @@ def _spawn_detached(argv: list[str]) -> int:
         return os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=actions, setsid=True)
     finally:
         os.close(devnull)
+
+
+def _launch_driver(argv: list[str], url: str, timeout: float) -> int:
+    """Start a WebDriver server detached and wait (``timeout`` s) until ``url`` is ready.
+
+    Raises:
+        BrowserUnavailable: it exited or did not become ready in time.
+    """
+    pid = _spawn_detached(argv)
+    deadline = time.monotonic() + timeout
+    while not _ready(url):
+        if _exited(pid) or time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            raise BrowserUnavailable(f"{Path(argv[0]).name} did not become ready")
+        time.sleep(0.05)
+    return pid
+
+
+def _end_group(pid: int) -> None:
+    """SIGTERM a driver's process group (it and the browsers it started), and reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGTERM)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
 
 
 def _exited(pid: int) -> bool:
@@ -262,15 +295,8 @@ class LocalChromedriver:
                 "or set SITEKEEP_WEBDRIVER_URL"
             )
         port = _free_port()
-        pid = _spawn_detached([str(self._exe), f"--port={port}"])
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + timeout
-        while not _ready(url):
-            if _exited(pid) or time.monotonic() > deadline:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)
-                raise BrowserUnavailable("chromedriver did not become ready")
-            time.sleep(0.05)
+        pid = _launch_driver([str(self._exe), f"--port={port}"], url, timeout)
         tmp = self._state.with_suffix(".tmp")
         tmp.write_text(json.dumps({"pid": pid, "port": port}), encoding="utf-8")
         tmp.replace(self._state)
@@ -281,11 +307,8 @@ class LocalChromedriver:
         current = self._read_state()
         if current is None:
             return
-        if _alive(current[0]) and _ready(current[1]):  # never signal a reused pid
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(current[0], signal.SIGTERM)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(current[0], 0)
+        if _alive(current[0]) and _answers(current[1]):  # never signal a reused pid
+            _end_group(current[0])
         with contextlib.suppress(FileNotFoundError):
             self._state.unlink()
 
@@ -334,15 +357,8 @@ class LocalGeckodriver:
             )
         port, remote = _free_port(), _free_port()
         argv = [str(self._exe), "--host=127.0.0.1", f"--port={port}", f"--websocket-port={remote}"]
-        pid = _spawn_detached(argv)
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + timeout
-        while not _ready(url):
-            if _exited(pid) or time.monotonic() > deadline:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)
-                raise BrowserUnavailable("geckodriver did not become ready")
-            time.sleep(0.05)
+        pid = _launch_driver(argv, url, timeout)
         self._dir.mkdir(parents=True, exist_ok=True)
         (self._dir / f"{port}.json").write_text(json.dumps({"pid": pid}), encoding="utf-8")
         return url
@@ -362,11 +378,8 @@ class LocalGeckodriver:
             pid = int(json.loads(state.read_text(encoding="utf-8"))["pid"])
         except (OSError, ValueError, KeyError):
             return
-        if _alive(pid):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGTERM)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+        if _alive(pid) and _answers(endpoint):  # never signal a reused pid
+            _end_group(pid)
         with contextlib.suppress(FileNotFoundError):
             state.unlink()
 
