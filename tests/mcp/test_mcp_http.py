@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import TextContent
 
 from conftest import HOST_RULES
-from fixtures.sites import FORM_PASSWORD, FORM_USER, Sites
+from fixtures.sites import FORM_PASSWORD, FORM_USER, SECRET_VALUES, Sites
 from sitekeep.config import Settings
 from sitekeep.stores.sql import TokenStore
 
@@ -110,6 +110,8 @@ def _healthy(url: str) -> bool:
 async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, args)
     assert not result.is_error, result.content
+    shown = result.model_dump_json()
+    assert not any(v in shown for v in SECRET_VALUES), f"{tool} returned a secret value"
     text = result.content[0]
     assert isinstance(text, TextContent)
     body: dict[str, Any] = json.loads(text.text)

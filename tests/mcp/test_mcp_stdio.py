@@ -14,7 +14,7 @@ from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 
 from conftest import HOST_RULES
-from fixtures.sites import FORM_PASSWORD, FORM_USER, Sites
+from fixtures.sites import FORM_PASSWORD, FORM_USER, SECRET_VALUES, Sites
 from sitekeep.config import Settings
 from sitekeep.stores.sql import TokenStore
 
@@ -50,6 +50,8 @@ def stdio_client(env: dict[str, str]) -> Client:
 async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, args)
     assert not result.is_error, result.content
+    shown = result.model_dump_json()
+    assert not any(v in shown for v in SECRET_VALUES), f"{tool} returned a secret value"
     text = result.content[0]
     assert isinstance(text, TextContent)
     body: dict[str, Any] = json.loads(text.text)
