@@ -8,8 +8,10 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 from typing import Annotated
 
+import anyio
 import typer
 from rich.console import Console
 
@@ -25,7 +27,7 @@ app = typer.Typer(help="Real browsers for AI agents that stay signed in.", no_ar
 token_app = typer.Typer(help="Bearer tokens.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
 app.add_typer(secret_app, name="secret")
-console = Console()
+console = Console(soft_wrap=True)
 err = Console(stderr=True)
 
 
@@ -128,19 +130,28 @@ def stop() -> None:
     to end them. Sessions, history and saved site data stay: the next call on a session
     opens a new browser and restores its site data.
     """
-    from sitekeep.browser.manager import BrowserManager
+    from sitekeep.service import Service
 
     settings = _settings()
-    if settings.webdriver_url:
-        err.print(f"nothing to stop here: browsers run on {settings.webdriver_url}")
-        raise typer.Exit(0)
-    BrowserManager(settings).stop_local_drivers()
-    console.print(f"stopped the embedded drivers of {settings.data_dir}")
+
+    async def end() -> int:
+        service = Service.from_settings(settings)
+        try:
+            return await service.end_browsers()
+        finally:
+            await service.aclose()
+
+    ended = anyio.run(end)
+    where = f"on {settings.webdriver_url}" if settings.webdriver_url else "and the embedded drivers"
+    if ended:
+        console.print(f"ended {ended} session browser(s) {where} of {settings.data_dir}")
+    else:
+        console.print(f"no session browser was running; drivers of {settings.data_dir} ended")
 
 
 @app.command()
 def doctor() -> None:
-    """Check the browser, its driver, the stores and the key."""
+    """Check the browsers, their drivers, the database and the key (changes nothing)."""
     from sitekeep.stores.cipher import key_id, load_or_create_key
     from sitekeep.stores.sql import TokenStore
 
@@ -173,16 +184,23 @@ def doctor() -> None:
         check(name, found, detail, optional=optional)
     if remote:
         console.print(f"browsers run on SITEKEEP_WEBDRIVER_URL={remote}")
-    try:
-        TokenStore(settings.database).close()
-        check("database", True, settings.database)
-    except SitekeepError as exc:
-        check("database", False, exc.message)
-    try:
-        key = load_or_create_key(settings.key_file, settings.master_key)
-        check("master key", True, f"id {key_id(key)}")
-    except SitekeepError as exc:
-        check("master key", False, exc.message)
+    database = Path(settings.database.removeprefix("sqlite:///"))
+    if database.exists():
+        try:
+            TokenStore(settings.database).close()
+            check("database", True, settings.database)
+        except SitekeepError as exc:
+            check("database", False, exc.message)
+    else:
+        check("database", True, f"{database} (created at first start)")
+    if settings.master_key or settings.key_file.exists():
+        try:
+            key = load_or_create_key(settings.key_file, settings.master_key)
+            check("master key", True, f"id {key_id(key)}")
+        except SitekeepError as exc:
+            check("master key", False, exc.message)
+    else:
+        check("master key", True, f"{settings.key_file} (generated at first start, mode 0600)")
     console.print(f"sitekeep {__version__}; data dir {settings.data_dir}")
     raise typer.Exit(0 if ok else 1)
 

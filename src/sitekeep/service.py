@@ -553,6 +553,27 @@ class Service:
             },
         }
 
+    async def end_browsers(self) -> int:
+        """End every session's browser and every pool browser on this data dir, then the
+        embedded drivers (``sitekeep stop``). Ending sessions first lets each driver clean
+        its browser's profile up. Records, history and snapshots stay.
+
+        Returns:
+            How many session browsers were ended.
+        """
+        ended = 0
+        for store_key in await self._store.keys("session/"):
+            _, tenant, key = store_key.split("/", 2)
+            record = await self._load(tenant, key)
+            if record is None or record.browser is None:
+                continue
+            await self.browsers.close(record.browser)
+            await self._put(replace(record, browser=None))
+            ended += 1
+        await self.browsers.end_pools()
+        self.browsers.stop_local_drivers()
+        return ended
+
     async def live_browser(self, who: Principal, key: str) -> LiveBrowser | None:
         """The session's live browser as it is now (no reopen), or None: for tools that
         drive it directly — tests, and later the live view (SPEC §10)."""

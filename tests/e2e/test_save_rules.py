@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from fixtures.sites import Sites
-from sitekeep.browser.driver import LocalChromedriver
+from sitekeep.browser.driver import LocalChromedriver, delete_session
 from sitekeep.browser.save import SW_REASON
 from sitekeep.history import origin_of
 from sitekeep.model import SITE_DATA_JSON
@@ -131,6 +131,8 @@ async def test_bidi_down_is_503_and_nothing_is_saved(
     await api.open(key="b")
     await api.go("b", ls(sites, "token.example.test", v="dummy-kept"))
     await api.save("b")
+    ref = (await api.browser("b")).ref
+    await delete_session(ref.endpoint, ref.session_id)  # its profile goes with it
     driver.stop()  # the driver and its browser are gone; nothing can reach BiDi
 
     reply = await api.http.post("/v1/sessions/b/save-site-data")

@@ -19,7 +19,6 @@ import pytest
 
 from conftest import HOST_RULES
 from fixtures.sites import Sites
-from sitekeep.browser.driver import LocalChromedriver, LocalGeckodriver
 
 from .conftest import FIREFOX_PREFS
 
@@ -97,8 +96,7 @@ def server(tmp_path: Path, browser: str) -> Iterator[Server]:
     yield running
     if running.process is not None and running.process.poll() is None:
         running.kill()
-    LocalChromedriver(tmp_path / "data", Path("/usr/bin/chromedriver")).stop()
-    LocalGeckodriver(tmp_path / "data", None).stop_all()
+    subprocess.run([SITEKEEP, "stop"], env=running.env, capture_output=True, timeout=120)
     running.http.close()
 
 

@@ -47,7 +47,13 @@ def test_doctor_reports_each_check_and_a_missing_browser_fails_it(
     assert "missing: apt-get install chromium" in broken.output
 
 
-def test_stop_with_nothing_running_is_fine(env: Path) -> None:
+def test_doctor_changes_nothing_on_a_fresh_data_dir(env: Path) -> None:
+    result = CliRunner().invoke(app, ["doctor"])
+    assert "generated at first start" in result.output
+    assert list(env.iterdir()) == []
+
+
+def test_stop_with_nothing_running_says_so(env: Path) -> None:
     result = CliRunner().invoke(app, ["stop"])
     assert result.exit_code == 0, result.output
-    assert "stopped" in result.output
+    assert "no session browser was running" in result.output

@@ -302,15 +302,21 @@ class LocalChromedriver:
         tmp.replace(self._state)
         return url
 
-    def stop(self) -> None:
-        """Stop the driver and every browser it started (its whole process group)."""
+    def stop(self) -> bool:
+        """Stop the driver and every browser it still runs (its whole process group).
+
+        Returns:
+            Whether a running driver was stopped.
+        """
         current = self._read_state()
         if current is None:
-            return
-        if _alive(current[0]) and _answers(current[1]):  # never signal a reused pid
+            return False
+        running = _alive(current[0]) and _answers(current[1])  # never signal a reused pid
+        if running:
             _end_group(current[0])
         with contextlib.suppress(FileNotFoundError):
             self._state.unlink()
+        return running
 
 
 def find_geckodriver() -> Path | None:
@@ -371,19 +377,22 @@ class LocalGeckodriver:
         port = endpoint.rstrip("/").rsplit(":", 1)[-1]
         return self._dir / f"{port}.json"
 
-    def stop(self, endpoint: str) -> None:
-        """End the geckodriver at ``endpoint`` (after its session was deleted)."""
+    def stop(self, endpoint: str) -> bool:
+        """End the geckodriver at ``endpoint`` (after its session was deleted); whether
+        one was running."""
         state = self._state(endpoint)
         try:
             pid = int(json.loads(state.read_text(encoding="utf-8"))["pid"])
         except (OSError, ValueError, KeyError):
-            return
-        if _alive(pid) and _answers(endpoint):  # never signal a reused pid
+            return False
+        running = _alive(pid) and _answers(endpoint)  # never signal a reused pid
+        if running:
             _end_group(pid)
         with contextlib.suppress(FileNotFoundError):
             state.unlink()
+        return running
 
-    def stop_all(self) -> None:
-        """End every geckodriver this data dir started (and their browsers)."""
-        for state in self._dir.glob("*.json") if self._dir.is_dir() else ():
-            self.stop(f"http://127.0.0.1:{state.stem}")
+    def stop_all(self) -> int:
+        """End every geckodriver this data dir started (and their browsers); how many."""
+        states = list(self._dir.glob("*.json")) if self._dir.is_dir() else []
+        return sum(self.stop(f"http://127.0.0.1:{state.stem}") for state in states)

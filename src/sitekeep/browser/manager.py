@@ -77,11 +77,12 @@ class BrowserManager:
     def local_driver(self) -> LocalChromedriver | None:
         return self._local
 
-    def stop_local_drivers(self) -> None:
-        """End the embedded drivers and every browser they run (``sitekeep stop``)."""
-        if self._local is not None:
-            self._local.stop()
-        self._gecko.stop_all()
+    def stop_local_drivers(self) -> int:
+        """End the embedded drivers and every browser they still run; how many drivers."""
+        stopped = self._gecko.stop_all()
+        if self._local is not None and self._local.stop():
+            stopped += 1
+        return stopped
 
     async def endpoint(self, kind: BrowserKind = "chromium") -> str:
         """The WebDriver server URL for a new browser of ``kind``: the configured one, or
@@ -254,10 +255,11 @@ class BrowserManager:
         except OSError as exc:
             log.warning("could not record the warm pool: %s", exc)
 
-    async def _end_leftovers(self) -> None:
+    async def _end_leftovers(self, *, every: bool = False) -> None:
+        """End the pool browsers recorded by dead processes (``every``: by any process)."""
         folder = self._pool_file.parent
         for path in folder.glob("*.json") if folder.is_dir() else ():
-            if path == self._pool_file or _pid_alive(path.stem):
+            if not every and (path == self._pool_file or _pid_alive(path.stem)):
                 continue
             try:
                 refs = json.loads(path.read_text(encoding="utf-8"))
@@ -266,6 +268,10 @@ class BrowserManager:
                 path.unlink()
             except (OSError, ValueError, TypeError) as exc:
                 log.warning("could not end a dead process's warm browsers: %s", exc)
+
+    async def end_pools(self) -> None:
+        """End the pool browsers of every process on this data dir (``sitekeep stop``)."""
+        await self._end_leftovers(every=True)
 
     async def close_all(self) -> None:
         """End every browser this process has reached (tests, an operator's shutdown)."""

@@ -1,0 +1,54 @@
+"""sitekeep stop ends every session's browser cleanly, then the embedded drivers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fixtures.sites import Sites
+from sitekeep.browser.driver import session_alive
+from sitekeep.errors import BrowserUnavailable
+from support import WHO, Api, ApiFactory
+
+from .conftest import FIREFOX_PREFS
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+SITEKEEP = str(Path(sys.executable).parent / "sitekeep")
+
+
+def profiles() -> set[Path]:
+    """Browser profile folders drivers make in the temp dir (and remove at session end)."""
+    tmp = Path(os.environ.get("TMPDIR", "/tmp"))
+    return {*tmp.glob("org.chromium.Chromium.scoped_dir.*"), *tmp.glob("rust_mozprofile*")}
+
+
+@pytest.mark.parametrize("browser", ["chromium"])  # the test opens one of each itself
+async def test_stop_ends_each_browser_and_leaves_no_profile_behind(
+    make_api: ApiFactory, sites: Sites, tmp_path: Path
+) -> None:
+    before = profiles()
+    store = f"sqlite:///{tmp_path / 'sessions.db'}"
+    api: Api = await make_api(webdriver_url=None, session_store=store, firefox_prefs=FIREFOX_PREFS)
+    await api.open(key="c", url=sites.url("app.example.test"))
+    await api.open(key="f", browser="firefox", url=sites.url("app.example.test"))
+    refs = [(await api.browser(k)).ref for k in ("c", "f")]
+    await api.service.browsers.aclose()  # the server goes; its browsers stay
+
+    env = {**os.environ, "SITEKEEP_DATA_DIR": str(api.service.settings.data_dir)}
+    env["SITEKEEP_SESSION_STORE"] = store
+    env.pop("SITEKEEP_WEBDRIVER_URL", None)
+    result = subprocess.run(
+        [SITEKEEP, "stop"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert "ended 2 session browser(s)" in result.stdout
+    for ref in refs:  # each driver is gone with its sessions
+        with pytest.raises(BrowserUnavailable):
+            await session_alive(ref.endpoint, ref.session_id)
+    assert profiles() <= before, "a browser profile was left behind"
+    assert (await api.service.record(WHO, "c")).browser is None
