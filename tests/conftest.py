@@ -41,11 +41,19 @@ def driver_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     driver.stop()
 
 
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache dir for the run: a Firefox profile template is prepared once."""
+    return tmp_path_factory.mktemp("cache")
+
+
 @pytest.fixture
-def settings(tmp_path: Path, driver_url: str) -> Settings:
-    """Settings for one test: its own data dir, the run's chromedriver, the host map."""
+def settings(tmp_path: Path, driver_url: str, cache_dir: Path) -> Settings:
+    """Settings for one test: its own data dir, the run's chromedriver and cache dir,
+    the host map."""
     return Settings(
         data_dir=tmp_path / "data",
+        cache_dir=cache_dir,
         webdriver_url=driver_url,
         browser_args=HOST_RULES,
         session_store="memory://",

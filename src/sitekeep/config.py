@@ -7,6 +7,7 @@ sitekeep starts itself.
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -21,6 +22,10 @@ def _default_data_dir() -> Path:
     return Path.home() / ".local" / "share" / "sitekeep"
 
 
+def _default_cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sitekeep"
+
+
 class Settings(BaseSettings):
     """sitekeep's settings; each field ``x`` is read from ``SITEKEEP_X``.
 
@@ -31,6 +36,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SITEKEEP_", frozen=True, extra="ignore")
 
     data_dir: Path = Field(default_factory=_default_data_dir)
+    cache_dir: Path = Field(default_factory=_default_cache_dir)
+    """What can be made again and holds no user data: Firefox profile templates."""
     session_store: str | None = None
     """Session store URL: ``sqlite:///path`` (default, in the data dir) or ``memory://``."""
     database_url: str | None = None

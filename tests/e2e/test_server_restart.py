@@ -36,11 +36,12 @@ def free_port() -> int:
 class Server:
     """`sitekeep serve` as a child process, and a client holding a token."""
 
-    def __init__(self, data_dir: Path, browser: str) -> None:
+    def __init__(self, data_dir: Path, cache_dir: Path, browser: str) -> None:
         self.port = free_port()
         self.env = {
             **os.environ,
             "SITEKEEP_DATA_DIR": str(data_dir),
+            "SITEKEEP_CACHE_DIR": str(cache_dir),
             "SITEKEEP_BROWSER_ARGS": HOST_RULES,
             "SITEKEEP_BROWSER": browser,
             "SITEKEEP_FIREFOX_PREFS": json.dumps(FIREFOX_PREFS),
@@ -91,8 +92,8 @@ class Server:
 
 
 @pytest.fixture
-def server(tmp_path: Path, browser: str) -> Iterator[Server]:
-    running = Server(tmp_path / "data", browser)
+def server(tmp_path: Path, cache_dir: Path, browser: str) -> Iterator[Server]:
+    running = Server(tmp_path / "data", cache_dir, browser)
     yield running
     if running.process is not None and running.process.poll() is None:
         running.kill()

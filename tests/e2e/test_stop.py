@@ -39,7 +39,9 @@ async def test_stop_ends_each_browser_and_leaves_no_profile_behind(
     refs = [(await api.browser(k)).ref for k in ("c", "f")]
     await api.service.browsers.aclose()  # the server goes; its browsers stay
 
-    env = {**os.environ, "SITEKEEP_DATA_DIR": str(api.service.settings.data_dir)}
+    settings = api.service.settings
+    env = {**os.environ, "SITEKEEP_DATA_DIR": str(settings.data_dir)}
+    env["SITEKEEP_CACHE_DIR"] = str(settings.cache_dir)
     env["SITEKEEP_SESSION_STORE"] = store
     env.pop("SITEKEEP_WEBDRIVER_URL", None)
     result = subprocess.run(
@@ -51,4 +53,5 @@ async def test_stop_ends_each_browser_and_leaves_no_profile_behind(
         with pytest.raises(BrowserUnavailable):
             await session_alive(ref.endpoint, ref.session_id)
     assert profiles() <= before, "a browser profile was left behind"
+    assert not list((settings.data_dir / "geckodriver").glob("*.profile")), "a profile copy stayed"
     assert (await api.service.record(WHO, "c")).browser is None

@@ -66,7 +66,7 @@ class BrowserManager:
             else LocalChromedriver(settings.data_dir, settings.chromedriver)
         )
         self._gecko = LocalGeckodriver(
-            settings.data_dir, settings.geckodriver or find_geckodriver()
+            settings.data_dir, settings.geckodriver or find_geckodriver(), settings.cache_dir
         )
         self._live: dict[str, LiveBrowser] = {}
         self._warm: list[LiveBrowser] = []
@@ -90,15 +90,16 @@ class BrowserManager:
         if self._settings.webdriver_url:
             return self._settings.webdriver_url.rstrip("/")
         if kind == "firefox":
-            return await anyio.to_thread.run_sync(self._gecko.spawn)
+            return await anyio.to_thread.run_sync(self._gecko.spawn, self._settings.firefox)
         assert self._local is not None
         return await anyio.to_thread.run_sync(self._local.ensure)
 
-    def _spec(self, kind: BrowserKind, insecure: bool) -> SessionSpec:
+    def _spec(self, kind: BrowserKind, insecure: bool, endpoint: str) -> SessionSpec:
         settings = self._settings
         if kind == "firefox":
             prefs = tuple(settings.firefox_prefs.items())
-            return SessionSpec(kind, settings.firefox, (), insecure, prefs)
+            profile = None if settings.webdriver_url else self._gecko.profile(endpoint)
+            return SessionSpec(kind, settings.firefox, (), insecure, prefs, profile)
         return SessionSpec(kind, settings.chromium, settings.browser_args, insecure)
 
     async def start(
@@ -122,7 +123,7 @@ class BrowserManager:
         endpoint = await self.endpoint(kind)
         try:
             ref = await anyio.to_thread.run_sync(
-                create_session, endpoint, self._spec(kind, insecure)
+                create_session, endpoint, self._spec(kind, insecure, endpoint)
             )
         except BaseException:
             self._end_driver(endpoint)
