@@ -523,11 +523,14 @@ class Tracer:
                 tracer._record(f"bidi {method}", start)
 
         steps_async: list[tuple[Any, str, str]] = [
-            (restore_mod, "_restore_cookies", "restore: cookies (setCookie ×N + getCookies)"),
-            (restore_mod, "_restore_storage", "restore: storage (spare pages in main tab)"),
-            (restore_mod, "_write_site", "restore:   one site (spare nav with inline writes)"),
-            (restore_mod, "_land_with_preload", "restore: land with a one-shot preload"),
-            (restore_mod, "read_cookies", "read_cookies (getCookies)"),
+            (restore_mod, "_set_cookies", "restore: cookies (setCookie, pipelined)"),
+            (restore_mod, "_check_cookies", "restore: jar check (getCookies)"),
+            (restore_mod._Restore, "write_storage", "restore: storage (spare pages in main tab)"),
+            (restore_mod._Restore, "write_site", "restore:   one site (spare nav + inline writes)"),
+            (restore_mod._Restore, "land", "restore: land"),
+            (restore_mod._Restore, "land_with_preload", "restore: land with a one-shot preload"),
+            (save_mod, "_read_sites", "save:   spare tab reads by site"),
+            (save_mod, "read_cookies", "save: read_cookies (getCookies)"),
             (save_mod, "live_reads", "save: live reads (getTree + READ per context)"),
             (save_mod, "_spare_read", "save: spare tab loop (create..close)"),
             (save_mod, "_visit", "save:   spare visit (nav + getTree + READ)"),
