@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -193,6 +195,7 @@ def doctor() -> None:
             check("database", False, exc.message)
     else:
         check("database", True, f"{database} (created at first start)")
+    check("session store", *_session_store_state(settings.session_store_url))
     if settings.master_key or settings.key_file.exists():
         try:
             key = load_or_create_key(settings.key_file, settings.master_key)
@@ -203,6 +206,24 @@ def doctor() -> None:
         check("master key", True, f"{settings.key_file} (generated at first start, mode 0600)")
     console.print(f"sitekeep {__version__}; data dir {settings.data_dir}")
     raise typer.Exit(0 if ok else 1)
+
+
+def _session_store_state(url: str) -> tuple[bool, str]:
+    """Whether the session store at ``url`` can be read, and what to say of it; an
+    existing SQLite file is opened read-only (doctor changes nothing)."""
+    if url.startswith("memory://"):
+        return True, f"{url} (kept in the process only: sessions go when it stops)"
+    if not url.startswith("sqlite:///"):
+        return True, url
+    path = Path(url.removeprefix("sqlite:///"))
+    if not path.exists():
+        return True, f"{path} (created at first start)"
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error as exc:
+        return False, f"{path} cannot be read: {exc}"
+    return True, str(path)
 
 
 def _version(binary: str) -> str:

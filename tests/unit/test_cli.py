@@ -30,6 +30,17 @@ def test_token_create_prints_a_token_once_and_stores_only_its_hash(env: Path) ->
     assert token.encode() not in (env / "sitekeep.db").read_bytes()
 
 
+def test_a_new_data_dir_is_readable_by_its_owner_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data_dir = tmp_path / "new" / "sitekeep"
+    monkeypatch.setenv("SITEKEEP_DATA_DIR", str(data_dir))
+    result = CliRunner().invoke(app, ["token", "create", "--tenant", "t1", "--subject", "me"])
+    assert result.exit_code == 0, result.output
+    assert (data_dir / "sitekeep.db").exists()
+    assert data_dir.stat().st_mode & 0o777 == 0o700  # the databases in it, too
+
+
 def test_token_create_refuses_a_bad_tenant_with_the_field_named(env: Path) -> None:
     result = CliRunner().invoke(app, ["token", "create", "--tenant", "a b", "--subject", "me"])
     assert result.exit_code == 2
@@ -51,6 +62,15 @@ def test_doctor_changes_nothing_on_a_fresh_data_dir(env: Path) -> None:
     result = CliRunner().invoke(app, ["doctor"])
     assert "generated at first start" in result.output
     assert list(env.iterdir()) == []
+
+
+def test_doctor_checks_the_session_store_and_fails_on_an_unreadable_one(env: Path) -> None:
+    fresh = CliRunner().invoke(app, ["doctor"])
+    assert f"session store: {env / 'sessions.db'} (created at first start)" in fresh.output
+    (env / "sessions.db").write_bytes(b"not a database, dummy bytes " * 10)
+    broken = CliRunner().invoke(app, ["doctor"])
+    assert broken.exit_code == 1
+    assert "session store" in broken.output and "cannot be read" in broken.output
 
 
 def test_stop_with_nothing_running_says_so(env: Path) -> None:

@@ -51,7 +51,7 @@ def load_or_create_key(key_file: Path, env_value: str | None) -> bytes:
     """
     if env_value:
         return _decode_key(env_value, "SITEKEEP_MASTER_KEY")
-    key_file.parent.mkdir(parents=True, exist_ok=True)
+    key_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:

@@ -36,7 +36,7 @@ def sqlite_engine(url: str) -> sa.Engine:
     """An engine for a SQLite URL, its folder created, in WAL mode with a busy timeout."""
     path = url.removeprefix("sqlite:///")
     if path and path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # databases of one owner
     engine = sa.create_engine(url, connect_args={"timeout": 30})
 
     @sa.event.listens_for(engine, "connect")
