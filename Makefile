@@ -12,14 +12,14 @@ PORT ?= 8700
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/setup-system.sh $(GRID_STAMP)
+$(STAMP): pyproject.toml scripts/setup-system.sh
 	PYTHON=$(PYTHON) scripts/setup-system.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
-# The Selenium Grid (Java, npm's selenium-server jar in .grid/) and Firefox ESR for tests/grid.
+# Only the tests need it: the Selenium Grid (Java, npm's selenium-server jar in .grid/).
 $(GRID_STAMP): scripts/setup-grid.sh
 	@scripts/setup-grid.sh
 
@@ -27,7 +27,7 @@ run: setup
 	@echo "admin token (tenant default): $$($(BIN)/sitekeep token create --tenant default --subject admin --admin)"
 	$(BIN)/sitekeep serve --host $(HOST) --port $(PORT)
 
-test: setup
+test: setup $(GRID_STAMP)
 	$(BIN)/pytest
 
 check: setup

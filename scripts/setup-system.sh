@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the system packages sitekeep needs, when missing (Debian/Ubuntu, as root or via sudo):
-# Debian's Chromium and its chromedriver, and Python's venv module.
+# Debian's Chromium and its chromedriver, Firefox ESR (browser=firefox), and Python's venv module.
 set -euo pipefail
 
 SUDO=""
@@ -9,6 +9,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 missing=()
 command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+[ -x /usr/bin/firefox-esr ] || missing+=(firefox-esr)
 PY="${PYTHON:-python3}"
 "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 
