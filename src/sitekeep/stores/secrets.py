@@ -23,7 +23,6 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 import sqlalchemy as sa
-from sqlalchemy.exc import SQLAlchemyError
 
 from sitekeep.errors import InvalidInput, NotFound, StoreUnavailable
 from sitekeep.secrets import (
@@ -35,7 +34,7 @@ from sitekeep.secrets import (
 )
 from sitekeep.stores.base import Clock, system_clock
 from sitekeep.stores.cipher import Cipher
-from sitekeep.stores.sqlite import sqlite_engine
+from sitekeep.stores.sqlite import guarded, sqlite_engine, sqlite_url
 
 __all__ = ["SecretStore"]
 
@@ -96,20 +95,13 @@ class SecretStore:
             InvalidInput: ``url`` is not ``sqlite:///path`` (field ``SITEKEEP_DATABASE_URL``).
             StoreUnavailable: the database cannot be opened.
         """
-        if not url.startswith("sqlite:///"):
-            raise InvalidInput(
-                "SITEKEEP_DATABASE_URL must be sqlite:///path", field="SITEKEEP_DATABASE_URL"
-            )
-        self._engine = sqlite_engine(url)
+        self._engine = sqlite_engine(sqlite_url(url, "SITEKEEP_DATABASE_URL"))
         self._cipher = cipher
         self._clock = clock
         self._run(lambda: _metadata.create_all(self._engine))
 
     def _run(self, fn: Callable[[], T]) -> T:
-        try:
-            return fn()
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"the secrets database failed: {type(exc).__name__}") from exc
+        return guarded("the secrets database", fn)
 
     def put_sync(
         self,

@@ -13,12 +13,11 @@ from typing import TypeVar
 
 import anyio.to_thread
 import sqlalchemy as sa
-from sqlalchemy.exc import SQLAlchemyError
 
-from sitekeep.errors import InvalidInput, StoreUnavailable
+from sitekeep.errors import InvalidInput
 from sitekeep.model import Principal, Role
 from sitekeep.stores.base import Clock, system_clock
-from sitekeep.stores.sqlite import sqlite_engine
+from sitekeep.stores.sqlite import guarded, sqlite_engine, sqlite_url
 
 __all__ = ["TokenStore", "hash_token"]
 
@@ -56,19 +55,12 @@ class TokenStore:
     """Issues and resolves bearer tokens."""
 
     def __init__(self, url: str, clock: Clock = system_clock) -> None:
-        if not url.startswith("sqlite:///"):
-            raise InvalidInput(
-                "SITEKEEP_DATABASE_URL must be sqlite:///path", field="SITEKEEP_DATABASE_URL"
-            )
-        self._engine = sqlite_engine(url)
+        self._engine = sqlite_engine(sqlite_url(url, "SITEKEEP_DATABASE_URL"))
         self._clock = clock
         self._run(lambda: _metadata.create_all(self._engine))
 
     def _run(self, fn: Callable[[], T]) -> T:
-        try:
-            return fn()
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"the token database failed: {type(exc).__name__}") from exc
+        return guarded("the token database", fn)
 
     def create(self, tenant: str, subject: str, role: Role) -> str:
         """A new token for (tenant, subject, role); the only time it is ever shown.

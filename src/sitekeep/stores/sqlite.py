@@ -15,10 +15,10 @@ import anyio.to_thread
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
-from sitekeep.errors import StoreUnavailable
+from sitekeep.errors import InvalidInput, StoreUnavailable
 from sitekeep.stores.base import Clock, system_clock
 
-__all__ = ["SqliteStore"]
+__all__ = ["SqliteStore", "guarded", "sqlite_engine", "sqlite_url"]
 
 T = TypeVar("T")
 
@@ -49,6 +49,30 @@ def sqlite_engine(url: str) -> sa.Engine:
     return engine
 
 
+def sqlite_url(url: str, setting: str) -> str:
+    """``url`` when it is ``sqlite:///path``.
+
+    Raises:
+        InvalidInput: naming ``setting`` (the variable the URL came from) otherwise.
+    """
+    if not url.startswith("sqlite:///"):
+        raise InvalidInput(f"{setting} must be sqlite:///path", field=setting)
+    return url
+
+
+def guarded(what: str, fn: Callable[[], T]) -> T:
+    """``fn()``, a database failure turned into ``StoreUnavailable`` naming ``what`` (and
+    only the exception's type: a statement's parameters may hold values).
+
+    Raises:
+        StoreUnavailable: SQLAlchemy failed.
+    """
+    try:
+        return fn()
+    except SQLAlchemyError as exc:
+        raise StoreUnavailable(f"{what} failed: {type(exc).__name__}") from exc
+
+
 class SqliteStore:
     """A ``kv`` table in one SQLite file; see ``SessionStore`` for the contract."""
 
@@ -58,12 +82,7 @@ class SqliteStore:
         self._run(lambda: _metadata.create_all(self._engine))
 
     def _run(self, fn: Callable[[], T]) -> T:
-        try:
-            return fn()
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(
-                f"the SQLite session store failed: {type(exc).__name__}"
-            ) from exc
+        return guarded("the SQLite session store", fn)
 
     async def _call(self, fn: Callable[[], T]) -> T:
         return await anyio.to_thread.run_sync(self._run, fn)
