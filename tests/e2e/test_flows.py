@@ -40,19 +40,22 @@ async def test_a_failed_step_continued_past_still_enters_its_page_in_the_history
 ) -> None:
     await api.open(key="c")
     moved_to = sites.url("y.example.test", "/__fixture/page?title=Y")
-    wanders = sites.url("x.example.test", f"/__fixture/later?ms=100&to={quote(moved_to)}")
+    # It moves on 0.8 s after it starts parsing: well after the navigate step has read
+    # where it landed (a slow machine took over 0.1 s), well before the wait gives up.
+    wanders = sites.url("x.example.test", f"/__fixture/later?ms=800&to={quote(moved_to)}")
     report = await api.call(
         "POST",
         "/v1/sessions/c/flows",
         {
             "steps": [
                 {"op": "navigate", "url": wanders},
-                {"op": "wait_for", "text": "never shown", "timeout": 1, "on_error": "continue"},
+                {"op": "wait_for", "text": "never shown", "timeout": 2.5, "on_error": "continue"},
                 {"op": "navigate", "url": sites.url("z.example.test", "/__fixture/page?title=Z")},
             ]
         },
     )
     assert [s["status"] for s in report["steps"]] == ["ok", "failed", "ok"]
+    assert report["steps"][0]["title"] == "Later"  # the navigate step landed on x
     assert report["steps"][1]["title"] == "Y"  # the page moved on while the step waited
     record = await api.service.record(WHO, "c")
     hosts = [origin_of(e.url) for e in record.history]
