@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from mcp import Client
+from mcp.types import TextContent
 
+from fixtures.sites import SECRET_VALUES
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.model import Principal, SiteData
 from sitekeep.service import Service
@@ -60,3 +64,20 @@ class Api:
 
 
 ApiFactory = Callable[..., Any]
+
+
+async def call_tool(
+    client: Client, tool: str, *, structured: bool = False, **args: Any
+) -> dict[str, Any]:
+    """An MCP tool's JSON result through the SDK client: it must not be an error nor carry
+    a secret value; with ``structured``, its structured content must equal its text."""
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content
+    shown = result.model_dump_json()
+    assert not any(v in shown for v in SECRET_VALUES), f"{tool} returned a secret value"
+    text = result.content[0]
+    assert isinstance(text, TextContent)
+    body: dict[str, Any] = json.loads(text.text)
+    if structured:
+        assert body == result.structured_content
+    return body

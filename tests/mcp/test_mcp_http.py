@@ -4,7 +4,6 @@ session; no token, no MCP."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -15,7 +14,6 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 import httpx2
@@ -23,12 +21,12 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp.types import TextContent
 
 from conftest import HOST_RULES
-from fixtures.sites import FORM_PASSWORD, FORM_USER, SECRET_VALUES, Sites
+from fixtures.sites import FORM_PASSWORD, FORM_USER, Sites
 from sitekeep.config import Settings
 from sitekeep.stores.sql import TokenStore
+from support import call_tool as call
 
 pytestmark = pytest.mark.e2e
 
@@ -105,17 +103,6 @@ def _healthy(url: str) -> bool:
         return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
     except httpx.TransportError:
         return False
-
-
-async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content
-    shown = result.model_dump_json()
-    assert not any(v in shown for v in SECRET_VALUES), f"{tool} returned a secret value"
-    text = result.content[0]
-    assert isinstance(text, TextContent)
-    body: dict[str, Any] = json.loads(text.text)
-    return body
 
 
 @pytest.mark.anyio

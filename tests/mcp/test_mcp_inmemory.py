@@ -14,11 +14,11 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, ImageContent, TextContent
 
-from fixtures.sites import FORM_PASSWORD, FORM_USER, SECRET_VALUES, Sites
+from fixtures.sites import FORM_PASSWORD, FORM_USER, Sites
 from sitekeep.config import Settings
 from sitekeep.mcp import build_server
 from sitekeep.service import Service
-from support import WHO
+from support import WHO, call_tool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -53,14 +53,7 @@ async def client(service: Service) -> AsyncIterator[Client]:
 
 async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
     """A tool's result; it must not be an error, and its text must carry the same JSON."""
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content
-    shown = result.model_dump_json()
-    assert not any(v in shown for v in SECRET_VALUES), f"{tool} returned a secret value"
-    assert isinstance(result.structured_content, dict)
-    first = result.content[0]
-    assert isinstance(first, TextContent) and json.loads(first.text) == result.structured_content
-    return result.structured_content
+    return await call_tool(client, tool, structured=True, **args)
 
 
 def error_of(result: CallToolResult) -> dict[str, Any]:

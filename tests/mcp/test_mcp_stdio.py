@@ -7,16 +7,15 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.types import TextContent
 
 from conftest import HOST_RULES
-from fixtures.sites import FORM_PASSWORD, FORM_USER, SECRET_VALUES, Sites
+from fixtures.sites import FORM_PASSWORD, FORM_USER, Sites
 from sitekeep.config import Settings
 from sitekeep.stores.sql import TokenStore
+from support import call_tool as call
 
 pytestmark = pytest.mark.e2e
 
@@ -45,17 +44,6 @@ def token_in(data_dir: Path) -> str:
 def stdio_client(env: dict[str, str]) -> Client:
     params = StdioServerParameters(command=SITEKEEP, args=["mcp"], env=env)
     return Client(params, read_timeout_seconds=60)
-
-
-async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content
-    shown = result.model_dump_json()
-    assert not any(v in shown for v in SECRET_VALUES), f"{tool} returned a secret value"
-    text = result.content[0]
-    assert isinstance(text, TextContent)
-    body: dict[str, Any] = json.loads(text.text)
-    return body
 
 
 @pytest.mark.anyio

@@ -534,11 +534,9 @@ class LocalGeckodriver:
         state = self._state(endpoint)
         data = self._read_state(state) or {}
         pid = data.get("pid")
-        running = (
-            isinstance(pid, int) and _alive(pid) and _answers(endpoint)
-        )  # never signal a reused pid
-        if running:
-            assert isinstance(pid, int)
+        running = False
+        if isinstance(pid, int) and _alive(pid) and _answers(endpoint):  # not a reused pid
+            running = True
             _end_group(pid)
             _wait_group_gone(pid, 10.0)
         profile = data.get("profile")
