@@ -1,0 +1,1 @@
+"""The journal: a durable record of every browser operation (SPEC §8)."""
