@@ -106,8 +106,14 @@ class FileJournal:
             if created:
                 _fsync_dir(path.parent)
         except OSError as exc:
-            self._roll_back(key, fd, size)
-            raise _unavailable("append", exc) from exc
+            if self._roll_back(key, fd, size):
+                raise _unavailable("append", exc) from exc
+            raise JournalUnavailable(
+                f"the journal could not append a record ({_os_error(exc)}) nor take it back: "
+                "it may or may not be on disk, and this journal takes no more records until "
+                "the service restarts and replays it",
+                errno=exc.errno,
+            ) from exc
         return str(size)
 
     def _seal(self, fd: int, path: Path) -> int:
@@ -132,13 +138,16 @@ class FileJournal:
                         continue
         return None
 
-    def _roll_back(self, key: JournalKey, fd: int, size: int) -> None:
+    def _roll_back(self, key: JournalKey, fd: int, size: int) -> bool:
+        """Truncate a failed append away; False (and the stream refused) if that fails."""
         try:
             os.ftruncate(fd, size)
             os.fsync(fd)
         except OSError as exc:
             self._poisoned.add(key)
             log.error("journal append could not be rolled back (%s): stream refused", exc)
+            return False
+        return True
 
     def _make_dirs(self, directory: Path) -> bool:
         """Create ``directory`` and its missing parents (mode 0700), each made durable in
@@ -276,10 +285,12 @@ def _last_newline_end(fd: int, size: int, chunk: int = 64 * 1024) -> int:
     return 0
 
 
+def _os_error(exc: OSError) -> str:
+    return f"{errnos.errorcode.get(exc.errno or 0, 'error')}: {os.strerror(exc.errno or 0)}"
+
+
 def _unavailable(step: str, exc: OSError) -> JournalUnavailable:
-    name = errnos.errorcode.get(exc.errno or 0, "error")
     return JournalUnavailable(
-        f"the journal could not {step} a record ({name}: {os.strerror(exc.errno or 0)}); "
-        "nothing was committed",
+        f"the journal could not {step} a record ({_os_error(exc)}); nothing was committed",
         errno=exc.errno,
     )
