@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from journal_support import GEN, RULES, T0, Chain
 from sitekeep import history as hist
 from sitekeep.journal import records
-from sitekeep.journal.reducer import MAX_UNSETTLED, Rules, SessionState, _bump, fold_all
+from sitekeep.journal.reducer import MAX_UNSETTLED, Rules, SessionState, _bump_in_place, fold_all
 from sitekeep.model import HistoryEntry
 
 
@@ -177,11 +177,11 @@ def test_bump_agrees_with_history_bump_many(
     visits: Sequence[tuple[list[str], float]], ttl: float, cap: int
 ) -> None:
     rules = Rules(ttl=ttl, cap=cap)
-    ours: tuple[HistoryEntry, ...] = ()
+    ours: list[HistoryEntry] = []
     theirs: tuple[HistoryEntry, ...] = ()
     now = T0
     for pages, step in visits:
         now += step
-        ours = _bump(ours, pages, now, rules)
+        _bump_in_place(ours, pages, now, rules)
         theirs = hist.bump_many(theirs, pages, now, ttl=ttl, cap=cap)
-        assert ours == theirs
+        assert tuple(ours) == theirs

@@ -4,6 +4,7 @@ selected leaf, the winning snapshot body only, memory bounded (SPEC §8)."""
 from __future__ import annotations
 
 import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -224,3 +225,30 @@ def test_the_position_stack_returns_what_was_pushed_last_first() -> None:
 def test_an_empty_or_missing_journal_replays_to_an_empty_session(tmp_path: Path) -> None:
     result = replay_file(write_journal(tmp_path / "j.jsonl", []))
     assert result.state.head is None and result.report.ok and result.refs is None
+
+
+def test_a_fork_near_the_end_resumes_from_a_checkpoint_of_the_first_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sitekeep.journal.replay.CHECKPOINT_EVERY", 4)
+    trunk = Chain()
+    for index in range(20):
+        trunk.op("navigate", page=f"https://h{index % 3}.example.test/{index}")
+    trunk.snapshot(1)
+    side = Chain()
+    side.state, side.clock = fold_all(trunk.made[:-8], RULES), trunk.clock
+    side.op("read", page="https://side.example.test/", refs="reused")
+    path = write_journal(tmp_path / "j.jsonl", [*trunk.made, *side.made])
+    walked: list[int] = []
+
+    class Spy(FileSource):
+        def scan_back(self, before: int) -> Iterator[Line | Oversize]:
+            for item in super().scan_back(before):
+                walked.append(item.position)
+                yield item
+
+    with Spy(path, max_record=1 << 20, chunk=4096) as source:
+        result = replay(source, RULES)
+    assert result.state == side.state and not result.report.linear
+    assert result.report.branch == len(trunk.made) - 8 + len(side.made)
+    assert 0 < len(walked) < 12, "the walk went past the checkpoint"

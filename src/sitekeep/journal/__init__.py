@@ -129,7 +129,7 @@ class Journal:
 class _Empty:
     """The source of a stream that does not exist."""
 
-    def scan(self, progress: Any = None) -> Any:
+    def scan(self, progress: Any = None, *, after: int | None = None) -> Any:
         return iter(())
 
     def scan_back(self, before: int) -> Any:

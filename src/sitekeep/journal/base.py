@@ -52,8 +52,11 @@ class RecordSource(Protocol):
     thread). Positions are integers that grow along the stream. A source reads the
     stream as it was when opened: later appends are not seen."""
 
-    def scan(self, progress: Progress | None = None) -> Iterator[Line | Oversize | Torn]:
-        """Every record in stream order (line numbers from 1), then a torn tail if any."""
+    def scan(
+        self, progress: Progress | None = None, *, after: int | None = None
+    ) -> Iterator[Line | Oversize | Torn]:
+        """Every record in stream order — or only those after the record at position
+        ``after`` — (line numbers from 1), then a torn tail if any."""
         ...
 
     def scan_back(self, before: int) -> Iterator[Line | Oversize]:

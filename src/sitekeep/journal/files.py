@@ -179,13 +179,9 @@ class FileJournal:
         if source is None or limit <= 0:
             return []
         with source:
-            start = 0
-            if after is not None:
-                position = _position(after)
-                line = source.read(position)
-                start = position + len(line) + 1 if line is not None else source.size
+            position = _position(after) if after is not None else None
             found: list[Entry] = []
-            for item in source.scan(start=start):
+            for item in source.scan(after=position):
                 if isinstance(item, Line):
                     found.append(Entry(str(item.position), item.data))
                     if len(found) >= limit:

@@ -20,7 +20,7 @@ from typing import Final, TypeAlias
 
 __all__ = ["CHUNK", "FileSource", "Framed", "Line", "Oversize", "Torn", "read_line_at"]
 
-CHUNK: Final = 4 * 1024 * 1024
+CHUNK: Final = 1024 * 1024
 """Bytes per read: large enough that the per-chunk cost vanishes, small beside the cap."""
 
 
@@ -82,40 +82,54 @@ class FileSource:
     def _pread(self, position: int, size: int) -> bytes:
         return os.pread(self._file.fileno(), size, position)
 
-    def scan(self, progress: Progress | None = None, *, start: int = 0) -> Iterator[Framed]:
-        """Every line from byte ``start`` (a line start) in file order, then the torn tail
-        if there is one. Line numbers count from 1 at ``start``."""
+    def scan(
+        self, progress: Progress | None = None, *, after: int | None = None
+    ) -> Iterator[Framed]:
+        """Every line in file order — or only those after the line at byte ``after`` —
+        then the torn tail if there is one. Line numbers count from 1 where it starts."""
         fd, limit, cap = self._file.fileno(), self.size, self.max_record
-        offset = start  # where the next read starts; ``start``: where ``carry`` starts
+        start = 0
+        if after is not None:
+            line = self.read(after)
+            start = after + len(line) + 1 if line is not None else limit
+        offset = start  # where the next read starts; ``start``: where the current line does
         number = 0
-        carry = b""
-        skipping = False
+        carry = bytearray()  # the beginning of a line whose newline is not read yet
+        skipping = False  # inside a line longer than the cap
         while offset < limit:
             chunk = os.pread(fd, min(self.chunk, limit - offset), offset)
             if not chunk:
                 break
-            offset += len(chunk)
+            base, offset = offset, offset + len(chunk)
             if progress is not None:
                 progress(len(chunk))
-            if skipping:
-                cut = chunk.find(b"\n")
-                if cut < 0:
-                    continue
+            cut = chunk.find(b"\n")
+            if (skipping or carry) and cut < 0:
+                if not skipping:
+                    carry += chunk
+                    if len(carry) >= cap:
+                        skipping, carry = True, bytearray()
+                continue
+            if skipping or carry:
                 number += 1
-                yield Oversize(start, number, offset - len(chunk) + cut + 1 - start)
-                skipping = False
-                start = offset - len(chunk) + cut + 1
+                size = base + cut + 1 - start
+                if skipping or size > cap:
+                    yield Oversize(start, number, size)
+                else:
+                    carry += chunk[:cut]
+                    yield Line(start, number, bytes(carry))
+                skipping, carry = False, bytearray()
+                start += size
                 chunk = chunk[cut + 1 :]
-            data = carry + chunk if carry else chunk
-            lines = data.split(b"\n")
-            carry = lines.pop()
-            for line in lines:
+            lines = chunk.split(b"\n")
+            for line in lines[:-1]:
                 number += 1
                 size = len(line) + 1
                 yield Line(start, number, line) if size <= cap else Oversize(start, number, size)
                 start += size
-            if len(carry) >= cap:  # no newline within the cap: skip the rest of this line
-                skipping, carry = True, b""
+            carry = bytearray(lines[-1])
+            if len(carry) >= cap:
+                skipping, carry = True, bytearray()
         if skipping or carry:
             yield Torn(start, limit - start)
 

@@ -267,10 +267,12 @@ class RedisSource:
             return Oversize(position, number, len(data) + 1)
         return Line(position, number, data)
 
-    def scan(self, progress: Progress | None = None) -> Iterator[Line | Oversize | Torn]:
+    def scan(
+        self, progress: Progress | None = None, *, after: int | None = None
+    ) -> Iterator[Line | Oversize | Torn]:
         if self.end is None:
             return
-        start, number = "-", 0
+        start, number = "-" if after is None else f"({_entry_id(after)}", 0
         while True:
             page = self._page(self._client.xrange, min=start, max=self.end, count=PAGE)
             for entry_id, fields in page:

@@ -26,11 +26,13 @@ from __future__ import annotations
 import os
 import tempfile
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import IO, Final, Literal
 
 import msgspec
+from msgspec.structs import replace
 
 from sitekeep.journal.base import RecordSource
 from sitekeep.journal.framing import Line, Oversize, Torn
@@ -38,18 +40,23 @@ from sitekeep.journal.records import (
     ENVELOPE,
     FULL,
     LINK,
+    EnvelopeRecord,
     RecordError,
     Snapshot,
     SnapshotHead,
     decode,
 )
-from sitekeep.journal.reducer import Rules, SessionState, fold
+from sitekeep.journal.reducer import Reducer, Rules, SessionState
 from sitekeep.model import RefMap
 
 __all__ = ["Problem", "ReplayReport", "Replayed", "replay"]
 
 STACK_IN_MEMORY: Final = 1 << 17
 """Branch positions held in memory (8 bytes each) before they spill to a temp file."""
+CHECKPOINT_EVERY: Final = 4096
+CHECKPOINTS: Final = 16
+"""Pass 1 keeps the fold's state every ``CHECKPOINT_EVERY`` records, the last
+``CHECKPOINTS`` of them (a state is small: a history of at most ``cap`` entries)."""
 
 ProblemKind = Literal["corrupt", "oversize", "missing_parent", "unknown_leaf", "unknown_snapshot"]
 PhaseProgress = Callable[[str, int], None]
@@ -113,20 +120,64 @@ def replay(
     if first.leaf is None:
         if leaf is not None:
             problems.append(Problem("unknown_leaf", f"no valid record {leaf} in the journal"))
-        return _done(source, SessionState(), first, problems, branch=0, linear=True)
+        return _done(source, _Checkpoint(rules), first, problems, branch=0, linear=True)
     if first.linear:
-        return _done(source, first.state, first, problems, first.state.records, linear=True)
-    state, snapshots, branch = _fold_branch(source, rules, first, problems, progress)
-    first.snapshots = snapshots
-    return _done(source, state, first, problems, branch, linear=False)
+        return _done(source, first.now, first, problems, first.now.state.records, linear=True)
+    folded, branch = _fold_branch(source, rules, first, problems, progress)
+    return _done(source, folded, first, problems, branch, linear=False)
+
+
+class _Checkpoint:
+    """A fold in progress in the linear prefix, where it stands (the position of its
+    last record, None before any), and where the snapshot records it may name are."""
+
+    __slots__ = ("current", "latest", "position", "reducer")
+
+    def __init__(
+        self,
+        rules: Rules,
+        state: SessionState | None = None,
+        position: int | None = None,
+        latest: tuple[str, int] | None = None,
+        current: tuple[str, int] | None = None,
+    ) -> None:
+        self.reducer = Reducer(state or SessionState(), rules)
+        self.position = position
+        self.latest = latest  # the last snapshot record folded
+        self.current = current  # the one the state's refs name
+
+    @property
+    def state(self) -> SessionState:
+        return self.reducer.state()
+
+    def fold(self, record: EnvelopeRecord, position: int) -> None:
+        reducer = self.reducer
+        reducer.apply(record)
+        self.position = position
+        if type(record) is SnapshotHead:
+            self.latest = (record.id, position)
+        elif reducer.refs is not None and self.latest and reducer.refs.snapshot == self.latest[0]:
+            self.current = self.latest
+
+    def snapshot_position(self, snapshot: str) -> int | None:
+        for known in (self.current, self.latest):
+            if known is not None and known[0] == snapshot:
+                return known[1]
+        return None
+
+    def copy(self) -> _Checkpoint:
+        rules = self.reducer.rules
+        return _Checkpoint(rules, self.state, self.position, self.latest, self.current)
 
 
 class _FirstPass:
-    """Pass 1: validate everything, fold while the journal has not forked."""
+    """Pass 1: validate everything, fold while the journal has not forked, and keep a
+    few checkpoints of that fold so a fork near the end replays only its tail."""
 
     def __init__(self, rules: Rules, leaf: str | None) -> None:
         self.rules, self.wanted = rules, leaf
-        self.state = SessionState()
+        self.now = _Checkpoint(rules)
+        self.checkpoints: deque[_Checkpoint] = deque(maxlen=CHECKPOINTS)
         self.problems: list[Problem] = []
         self.torn: Torn | None = None
         self.lines = self.records = 0
@@ -134,23 +185,17 @@ class _FirstPass:
         self.folding = True
         self.previous: str | None = None
         self.leaf: tuple[str, str | None, int] | None = None
-        self.snapshots = _Snapshots()
 
     def take(self, item: Line | Oversize | Torn) -> None:
-        if isinstance(item, Torn):
+        if type(item) is Torn:
             self.torn = item
             return
         self.lines += 1
-        if isinstance(item, Oversize):
-            self.problems.append(
-                Problem(
-                    "oversize",
-                    f"a line of {item.size} bytes, over the cap: skipped",
-                    item.number,
-                    item.position,
-                )
-            )
+        if type(item) is Oversize:
+            message = f"a line of {item.size} bytes, over the cap: skipped"
+            self.problems.append(Problem("oversize", message, item.number, item.position))
             return
+        assert type(item) is Line
         try:
             record = decode(item.data, ENVELOPE)
         except RecordError as exc:
@@ -161,8 +206,9 @@ class _FirstPass:
             if record.parent != self.previous:
                 self.linear = self.folding = False
             else:
-                self.state = fold(self.state, record, self.rules)
-                self.snapshots.note(record, item.position, self.state)
+                if self.records % CHECKPOINT_EVERY == 0:
+                    self.checkpoints.append(self.now.copy())
+                self.now.fold(record, item.position)
         self.previous = record.id
         if self.wanted is None or record.id == self.wanted:
             if self.leaf is None or self.wanted is None:
@@ -177,18 +223,21 @@ def _fold_branch(
     first: _FirstPass,
     problems: list[Problem],
     progress: PhaseProgress | None,
-) -> tuple[SessionState, _Snapshots, int]:
-    """Passes 2 and 3: stack the branch's positions walking back from the leaf, then
-    fold those records in a forward scan."""
+) -> tuple[_Checkpoint, int]:
+    """Passes 2 and 3: stack the branch's positions walking back from the leaf — down to
+    the root, or to a checkpoint of pass 1 the branch goes through — then fold those
+    records in a forward scan from there."""
     assert first.leaf is not None
     leaf_id, wanted, leaf_position = first.leaf
+    by_position = {c.position: c for c in first.checkpoints if c.position is not None}
+    base = _Checkpoint(rules)
     with _PositionStack() as stack:
         stack.push(leaf_position)
         child = leaf_id
         for item in source.scan_back(leaf_position):
             if wanted is None:
                 break
-            if isinstance(item, Oversize):
+            if type(item) is not Line:
                 continue
             try:
                 link = LINK.decode(item.data)
@@ -196,50 +245,64 @@ def _fold_branch(
                     decode(item.data, ENVELOPE)  # a record pass 1 refused is not one
             except (RecordError, msgspec.MsgspecError):
                 continue
-            if link.id == wanted:
-                stack.push(item.position)
-                child, wanted = link.id, link.parent
-        if wanted is not None:
-            problems.append(
-                Problem(
-                    "missing_parent",
-                    f"record {child} names parent {wanted}, which is not before it: "
-                    "the branch is folded from there",
-                )
-            )
-        state, snapshots, folded = SessionState(), _Snapshots(), 0
-        positions = iter(stack)
-        target = next(positions, None)
-        folding = (lambda n: progress("branch", n)) if progress else None
-        for framed in source.scan(folding):
-            if target is None:
-                break
-            if not isinstance(framed, Line) or framed.position != target:
+            if link.id != wanted:
                 continue
-            try:
-                record = decode(framed.data, ENVELOPE)
-            except RecordError as exc:  # changed in place since pass 2: not append-only
-                problems.append(Problem("corrupt", str(exc), None, framed.position))
+            resumed = by_position.get(item.position)
+            if resumed is not None:
+                base, wanted = resumed.copy(), None
                 break
-            state = fold(state, record, rules)
-            snapshots.note(record, framed.position, state)
-            folded += 1
-            target = next(positions, None)
-    return state, snapshots, folded
+            stack.push(item.position)
+            child, wanted = link.id, link.parent
+        if wanted is not None:
+            message = (
+                f"record {child} names parent {wanted}, which is not before it: "
+                "the branch is folded from there"
+            )
+            problems.append(Problem("missing_parent", message))
+        return _fold_positions(source, rules, base, stack, problems, progress)
+
+
+def _fold_positions(
+    source: RecordSource,
+    rules: Rules,
+    base: _Checkpoint,
+    stack: _PositionStack,
+    problems: list[Problem],
+    progress: PhaseProgress | None,
+) -> tuple[_Checkpoint, int]:
+    """Pass 3: fold the stacked records, in a forward scan after ``base``."""
+    positions = iter(stack)
+    target = next(positions, None)
+    folded = base.state.records
+    branch = (lambda n: progress("branch", n)) if progress else None
+    for framed in source.scan(branch, after=base.position):
+        if target is None:
+            break
+        if type(framed) is not Line or framed.position != target:
+            continue
+        try:
+            record = decode(framed.data, ENVELOPE)
+        except RecordError as exc:  # changed in place since pass 2: not append-only
+            problems.append(Problem("corrupt", str(exc), None, framed.position))
+            break
+        base.fold(record, framed.position)
+        folded += 1
+        target = next(positions, None)
+    return base, folded
 
 
 def _done(
     source: RecordSource,
-    state: SessionState,
+    folded: _Checkpoint,
     first: _FirstPass,
     problems: list[Problem],
     branch: int,
     *,
     linear: bool,
 ) -> Replayed:
-    refs = None
+    state, refs = folded.state, None
     if state.refs is not None:
-        refs = _load_refs(source, state, first.snapshots, problems)
+        refs = _load_refs(source, state.refs.snapshot, folded, problems)
         if refs is None:
             state = replace(state, refs=None, refs_status="unknown")
     report = ReplayReport(
@@ -256,40 +319,20 @@ def _done(
 
 
 def _load_refs(
-    source: RecordSource, state: SessionState, snapshots: _Snapshots, problems: list[Problem]
+    source: RecordSource, snapshot: str, folded: _Checkpoint, problems: list[Problem]
 ) -> RefMap | None:
     """The winning snapshot's ref map, read by position: the one body replay loads."""
-    assert state.refs is not None
-    position = snapshots.positions.get(state.refs.snapshot)
+    position = folded.snapshot_position(snapshot)
     data = source.read(position) if position is not None else None
     try:
         record = decode(data, FULL) if data is not None else None
     except RecordError:
         record = None
-    if not isinstance(record, Snapshot) or record.id != state.refs.snapshot:
-        problems.append(
-            Problem(
-                "unknown_snapshot",
-                f"snapshot record {state.refs.snapshot} cannot be read",
-                position=position,
-            )
-        )
+    if not isinstance(record, Snapshot) or record.id != snapshot:
+        message = f"snapshot record {snapshot} cannot be read"
+        problems.append(Problem("unknown_snapshot", message, position=position))
         return None
     return RefMap(record.number, record.generation, record.shared_ids)
-
-
-class _Snapshots:
-    """Positions of the snapshot records the state may still name (at most two)."""
-
-    def __init__(self) -> None:
-        self.positions: dict[str, int] = {}
-
-    def note(self, record: object, position: int, state: SessionState) -> None:
-        if isinstance(record, SnapshotHead | Snapshot):
-            self.positions[record.id] = position
-        if len(self.positions) > 2:
-            keep = {p.snapshot for p in (state.refs, state.latest_snapshot) if p is not None}
-            self.positions = {k: v for k, v in self.positions.items() if k in keep}
 
 
 class _PositionStack:
