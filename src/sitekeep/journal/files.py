@@ -37,7 +37,7 @@ from sitekeep.journal.base import Entry, JournalKey, decode_name, encode_name
 from sitekeep.journal.framing import FileSource, Line
 from sitekeep.journal.records import ENVELOPE, MAX_RECORD, RecordError, decode
 
-__all__ = ["FileJournal"]
+__all__ = ["FileJournal", "JournalFile"]
 
 log = logging.getLogger(__name__)
 
@@ -242,6 +242,18 @@ class FileJournal:
 
     async def aclose(self) -> None:
         return None
+
+
+class JournalFile(FileJournal):
+    """One journal file read as the stream of any key (``sitekeep journal --file``: a
+    copy taken aside keeps whatever name it was given)."""
+
+    def __init__(self, path: Path, *, max_record: int = MAX_RECORD) -> None:
+        super().__init__(path.parent, max_record=max_record)
+        self.file = path
+
+    def path(self, key: JournalKey) -> Path:
+        return self.file
 
 
 def _position(cursor: str) -> int:
