@@ -252,3 +252,24 @@ def test_a_fork_near_the_end_resumes_from_a_checkpoint_of_the_first_pass(
     assert result.state == side.state and not result.report.linear
     assert result.report.branch == len(trunk.made) - 8 + len(side.made)
     assert 0 < len(walked) < 12, "the walk went past the checkpoint"
+
+
+def test_replay_memory_stays_bounded_past_an_oversize_record_and_a_fork(tmp_path: Path) -> None:
+    chain = session(Chain())
+    path = tmp_path / "j.jsonl"
+    with path.open("wb") as out:
+        out.write(chain.lines())
+        out.write(b'{"type":"mark","pad":"')
+        for _ in range(128):
+            out.write(b"x" * 65536)
+        out.write(b'"}\n')
+        stray = records.mark("cleared", parent=chain.made[2].id)  # a fork: pass 2 and 3 run
+        out.write(records.encode(stray))
+    with FileSource(path, max_record=64 * 1024, chunk=64 * 1024) as source:
+        tracemalloc.start()
+        result = replay(source, RULES)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert result.report.leaf == stray.id and not result.report.linear
+    assert [p.kind for p in result.report.problems] == ["oversize"]
+    assert peak < 1024 * 1024, f"{peak} bytes held replaying past an 8 MiB line"
