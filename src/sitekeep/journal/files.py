@@ -129,7 +129,7 @@ class FileJournal:
 
     def _head(self, path: Path) -> str | None:
         """The id of the last valid record (what replay takes as the previous one)."""
-        with FileSource(path, max_record=self.max_record) as source:
+        with FileSource(path, max_record=self.max_record, chunk=64 * 1024) as source:
             for item in source.scan_back(source.size):
                 if isinstance(item, Line):
                     try:
