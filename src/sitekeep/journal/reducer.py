@@ -116,7 +116,9 @@ class SessionState(Struct, frozen=True):
 
     def usable_refs(self, generation: str | None) -> RefsPointer | None:
         """The refs an operation may use in a browser of ``generation``: none while an
-        operation is unsettled, none from another browser generation."""
+        operation is unsettled, none from another browser generation. Refs a finish left
+        ``unknown`` (a click that may have navigated) stay usable: BiDi itself answers
+        ``no such node`` for a sharedId whose document is gone (``StaleRef``)."""
         if self.unsettled or self.refs is None or self.refs.generation != generation:
             return None
         return self.refs
