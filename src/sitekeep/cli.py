@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 
 from sitekeep import __version__
+from sitekeep.cli_journal import journal_app
 from sitekeep.cli_secrets import secret_app
 from sitekeep.config import Settings
 from sitekeep.errors import SitekeepError
@@ -29,6 +30,7 @@ app = typer.Typer(help="Real browsers for AI agents that stay signed in.", no_ar
 token_app = typer.Typer(help="Bearer tokens.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
 app.add_typer(secret_app, name="secret")
+app.add_typer(journal_app, name="journal")
 console = Console(soft_wrap=True)
 err = Console(stderr=True)
 

@@ -68,6 +68,11 @@ class Settings(BaseSettings):
     """Started, never-used browsers kept ready for fast opens (SPEC §13 warm pool)."""
     host: str = "127.0.0.1"
     port: int = Field(default=8700, ge=1, le=65535)
+    journal_url: str | None = None
+    """Journal backend (SPEC §8): ``file:///dir`` (default, in the data dir) or
+    ``redis://host:port/db?prefix=…&replicas=N`` (Redis Streams, for several replicas)."""
+    journal_max_record: int = Field(default=16 * 1024 * 1024, ge=4096)
+    """The largest journal record, in bytes; a larger one is never written."""
 
     @field_validator("browser_args", mode="before")
     @classmethod
@@ -81,6 +86,10 @@ class Settings(BaseSettings):
     @property
     def database(self) -> str:
         return self.database_url or f"sqlite:///{self.data_dir / 'sitekeep.db'}"
+
+    @property
+    def journal_location(self) -> str:
+        return self.journal_url or f"file://{self.data_dir / 'journal'}"
 
     @property
     def key_file(self) -> Path:

@@ -14,10 +14,13 @@ them to status codes in one table (``sitekeep.api.errors``)::
     ├── Conflict                409  the resource is in a state that forbids the call
     │   ├── NoHistoryEntry      409  back()/forward() with nowhere to go
     │   ├── StaleRef            409  a ref from an old snapshot: snapshot again
-    │   └── AssertionFailed     409  a flow's assert_text did not find its text
+    │   ├── AssertionFailed     409  a flow's assert_text did not find its text
+    │   └── JournalConflict     409  another writer moved the session's journal on
     ├── CapacityExceeded        429  a cap was reached (``scope``)
     ├── NavigationFailed        502  the page could not be loaded (``reason``: net::ERR_…)
     ├── StoreUnavailable        503  a store could not be reached; nothing was written
+    │   └── JournalUnavailable  503  a journal record could not be made durable (SPEC §8)
+    │       └── RecordTooLarge  503  a record over SITEKEEP_JOURNAL_MAX_RECORD; never written
     └── BrowserUnavailable      503  the browser or its BiDi socket could not be reached
         └── BidiError                a BiDi command failed (``code`` is the spec's error code)
             └── BidiTimeout          no answer within the command timeout
@@ -36,9 +39,12 @@ __all__ = [
     "Conflict",
     "Forbidden",
     "InvalidInput",
+    "JournalConflict",
+    "JournalUnavailable",
     "NavigationFailed",
     "NoHistoryEntry",
     "NotFound",
+    "RecordTooLarge",
     "SecretNotAllowed",
     "SitekeepError",
     "SnapshotTooLarge",
@@ -210,6 +216,58 @@ class StoreUnavailable(SitekeepError):
     """A store (SQLite, Redis, PostgreSQL) could not be reached; nothing was half-written."""
 
     type_name = "store_unavailable"
+
+
+class JournalUnavailable(StoreUnavailable):
+    """A journal record could not be confirmed durable (SPEC §8): the append failed
+    (ENOSPC, EIO, the backend unreachable) and was rolled back where it could be. A call
+    whose begin this is fails before the browser is touched.
+
+    Attributes:
+        errno: the operating system's error number, when the fault came from one.
+    """
+
+    type_name = "journal_unavailable"
+
+    def __init__(self, message: str, *, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
+
+
+class RecordTooLarge(JournalUnavailable):
+    """A journal record larger than ``SITEKEEP_JOURNAL_MAX_RECORD``; it is never written.
+
+    Attributes:
+        size: bytes of the record's line. cap: the cap in bytes.
+    """
+
+    type_name = "record_too_large"
+
+    def __init__(self, *, size: int, cap: int) -> None:
+        super().__init__(
+            f"a journal record of {size} bytes is over the {cap}-byte cap "
+            "(SITEKEEP_JOURNAL_MAX_RECORD); nothing was written"
+        )
+        self.size = size
+        self.cap = cap
+
+
+class JournalConflict(Conflict):
+    """The session's journal moved on under the writer: its last record is not the one
+    the new record names as parent (another process appended). Replay, then retry.
+
+    Attributes:
+        head: the id of the journal's last record, or None when it is empty.
+    """
+
+    type_name = "journal_conflict"
+
+    def __init__(self, *, expected: str | None, head: str | None) -> None:
+        super().__init__(
+            f"the journal's last record is {head or 'none'}, not {expected or 'none'}: "
+            "another writer appended; replay and retry"
+        )
+        self.head = head
 
 
 class BrowserUnavailable(SitekeepError):

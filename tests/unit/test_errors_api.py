@@ -29,9 +29,12 @@ from sitekeep.errors import (
     Conflict,
     Forbidden,
     InvalidInput,
+    JournalConflict,
+    JournalUnavailable,
     NavigationFailed,
     NoHistoryEntry,
     NotFound,
+    RecordTooLarge,
     SecretNotAllowed,
     SitekeepError,
     SnapshotTooLarge,
@@ -58,6 +61,9 @@ CASES: dict[str, tuple[SitekeepError, int]] = {
     "BrowserUnavailable": (BrowserUnavailable("the browser is gone"), 503),
     "BidiError": (BidiError("no such frame", "browsingContext.navigate"), 503),
     "BidiTimeout": (BidiTimeout("script.evaluate", 5.0), 503),
+    "JournalUnavailable": (JournalUnavailable("no space left for the journal", errno=28), 503),
+    "RecordTooLarge": (RecordTooLarge(size=17_000_000, cap=16_777_216), 503),
+    "JournalConflict": (JournalConflict(expected="a" * 32, head="b" * 32), 409),
 }
 
 
