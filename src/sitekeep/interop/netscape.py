@@ -30,6 +30,7 @@ _BOOL = {"TRUE": True, "FALSE": False}
 
 
 def _malformed(report: Report, where: str, why: str) -> None:
+    report.read["cookies"] += 1  # a cookie line, though not one that can be read
     report.note(where, "", "", "dropped", "line-malformed", f"not a cookies.txt line: {why}")
 
 
