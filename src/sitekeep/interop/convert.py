@@ -261,5 +261,5 @@ def _export_cookies_txt(site_data: SiteData, report: Report) -> Exported:
             "session-storage-not-carried",
             "cookies.txt holds cookies only: sessionStorage is not carried",
         )
-    report.carried.update({"cookies": written, "origins": 0, "local_items": 0, "session_items": 0})
+    report.carried["cookies"] += written
     return Exported(text.encode(), report)

@@ -12,9 +12,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Action", "Note", "Report"]
+__all__ = ["KINDS", "Action", "Note", "Report"]
 
 Action = Literal["changed", "dropped"]
+KINDS = ("cookies", "origins", "local_items", "session_items")
+"""What a report counts: cookies, origins with localStorage, their items, and the
+sessionStorage items."""
+
+
+def _counts() -> Counter[str]:
+    return Counter(dict.fromkeys(KINDS, 0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +68,8 @@ class Report:
         remarks: sentences about the whole file (a format's limits, an extension field).
     """
 
-    read: Counter[str] = field(default_factory=Counter)
-    carried: Counter[str] = field(default_factory=Counter)
+    read: Counter[str] = field(default_factory=_counts)
+    carried: Counter[str] = field(default_factory=_counts)
     notes: list[Note] = field(default_factory=list)
     remarks: list[str] = field(default_factory=list)
 
