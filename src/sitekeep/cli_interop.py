@@ -10,6 +10,7 @@ beside ``--to``/``--from`` once profiles have a store; the options below are sha
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -112,27 +113,29 @@ def _convert(
     _summary(done, receipt_path.absolute())
 
 
-def import_command(
-    source: From,
-    to: To,
-    fmt: FormatOption = None,
-    from_format: SourceFormat = None,
-    receipt: ReceiptOption = None,
-    strict: Strict = False,
-) -> None:
-    """Import site data from a storage state or cookies.txt file (today into a new file,
-    normalised), with a receipt."""
-    _convert(source, to, fmt, from_format, receipt, strict)
+def _command(doc: str) -> Callable[..., None]:
+    """One command function per name: ``import`` and ``export`` share their options until
+    a session or profile end makes them differ."""
+
+    def command(
+        source: From,
+        to: To,
+        fmt: FormatOption = None,
+        from_format: SourceFormat = None,
+        receipt: ReceiptOption = None,
+        strict: Strict = False,
+    ) -> None:
+        _convert(source, to, fmt, from_format, receipt, strict)
+
+    command.__doc__ = doc
+    return command
 
 
-def export_command(
-    source: From,
-    to: To,
-    fmt: FormatOption = None,
-    from_format: SourceFormat = None,
-    receipt: ReceiptOption = None,
-    strict: Strict = False,
-) -> None:
-    """Export site data to a storage state or cookies.txt file (today from another such
-    file), with a receipt."""
-    _convert(source, to, fmt, from_format, receipt, strict)
+import_command = _command(
+    "Import site data from a storage state or cookies.txt file (today into a new file, "
+    "normalised), with a receipt."
+)
+export_command = _command(
+    "Export site data to a storage state or cookies.txt file (today from another such "
+    "file), with a receipt."
+)
