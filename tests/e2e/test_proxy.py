@@ -16,11 +16,7 @@ from sitekeep.browser.proxy import ProxySettings
 from sitekeep.config import Settings
 from sitekeep.errors import SitekeepError
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.e2e,
-    pytest.mark.parametrize("via", ["local", "grid"]),
-]
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 USER = "proxy-user"
 PASSWORD = "dummy-proxy-pass-4b1e"
@@ -85,6 +81,7 @@ async def _title_or_error(live: LiveBrowser, url: str) -> str:
         return type(exc).__name__
 
 
+@pytest.mark.parametrize("via", ["local", "grid"])
 async def test_a_browser_reaches_a_site_through_an_authenticating_proxy(
     manager: BrowserManager,
     settings: Settings,
