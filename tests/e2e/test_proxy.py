@@ -138,3 +138,20 @@ async def test_a_site_asking_for_credentials_never_gets_the_proxys(
     asked = [h for h, _ in echo.seen if h == f"{host}:{echo.port}"]
     assert len(asked) >= 2, "the site was never reached: the test would prove nothing"
     assert echo.auth_seen == []
+
+
+async def test_a_pac_script_refuses_a_host_and_routes_the_rest_through_the_proxy_with_auth(
+    manager: BrowserManager, settings: Settings, proxy_server: ProxyServer, echo: Echo
+) -> None:
+    """The combination the own-address block needs: one ``pac`` capability keeps the
+    browser off some hosts and sends the rest through the country proxy, whose
+    credentials are still answered over BiDi."""
+    refused = f"refused-{settings.browser}.example.test"
+    proxy = ProxySettings.from_url(proxy_server.url, username=USER, password=PASSWORD)
+    proxy = ProxySettings(proxy.server, USER, PASSWORD, refuse=(refused,))
+    assert proxy.capability()["proxyType"] == "pac"
+    live = await manager.start(settings.browser, proxy=proxy)
+    host = f"pac-{settings.browser}.example.test"
+    assert (await _title(live, echo.url(host, "/"))).startswith(f"VIA {VIA}")
+    assert await _title_or_error(live, echo.url(refused, "/")) == "NavigationFailed"
+    assert all(h != f"{refused}:{echo.port}" for h, _ in echo.seen)

@@ -54,12 +54,16 @@ class ProxySettings:
         username: the proxy user; None when the proxy asks for nothing.
         password: its password (never shown by ``repr``).
         bypass: hosts that go direct (the capability's ``noProxy``).
+        refuse: hosts the browser must not reach at all (the server's own address):
+            given, the capability is a PAC script (:func:`pac_script`) that sends them
+            to a dead end and the rest through the proxy.
     """
 
     server: str
     username: str | None = None
     password: str | None = field(default=None, repr=False)
     bypass: tuple[str, ...] = ()
+    refuse: tuple[str, ...] = ()
 
     @classmethod
     def from_url(
@@ -100,7 +104,9 @@ class ProxySettings:
 
     def capability(self) -> dict[str, Any]:
         """The W3C ``proxy`` capability (WebDriver §Proxy): manual, one HTTP proxy for
-        http and https. No credentials."""
+        http and https — or, with hosts to ``refuse``, a PAC script. No credentials."""
+        if self.refuse:
+            return pac_capability(pac_script(self, self.refuse))
         out: dict[str, Any] = {
             "proxyType": "manual",
             "httpProxy": self.server,
