@@ -21,6 +21,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 USER = "proxy-user"
 PASSWORD = "dummy-proxy-pass-4b1e"
 """The proxy's password: it must appear in no log line, capability or URL."""
+REFUSED = "ProxyAuthenticationFailed"
+"""What proxy.py logs for each request it refuses for want of the right credentials."""
 
 
 @pytest.fixture(scope="module")
@@ -112,13 +114,12 @@ async def test_wrong_proxy_credentials_end_the_request_instead_of_looping(
     proxy = ProxySettings.from_url(proxy_server.url, username=USER, password="dummy-wrong")
     live = await manager.start(settings.browser, proxy=proxy)
     host = f"wrong-{settings.browser}.example.test"
-    before = len(echo.seen)
-    info = None
-    try:
-        info = await live.navigate(echo.url(host, "/"))
-    except Exception as exc:  # the navigation fails (net error): that is the point
-        assert "VIA" not in str(exc)
-    assert info is None or not info.title.startswith("VIA")
+    before, refused = len(echo.seen), proxy_server.log_text().count(REFUSED)
+    assert not (await _title_or_error(live, echo.url(host, "/"))).startswith("VIA")
+    # Measured: 2 refusals (asked without, then with the wrong credentials) on both
+    # browsers; answering every challenge made 32 (Chromium gives up) and 431 (Firefox
+    # loops until the navigation times out). A favicon request could add 2 more.
+    assert proxy_server.log_text().count(REFUSED) - refused <= 4
     assert all(h != f"{host}:{echo.port}" for h, _ in echo.seen[before:])
 
 
