@@ -1,4 +1,4 @@
-"""The ``sitekeep`` command (SPEC §5 CLI): serve, mcp, token create, doctor."""
+"""The ``sitekeep`` command (SPEC §5 CLI): serve, mcp, token create, doctor, import/export."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 
 from sitekeep import __version__
+from sitekeep.cli_interop import export_command, import_command
 from sitekeep.cli_journal import journal_app
 from sitekeep.cli_secrets import secret_app
 from sitekeep.config import Settings
@@ -31,6 +32,8 @@ token_app = typer.Typer(help="Bearer tokens.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
 app.add_typer(secret_app, name="secret")
 app.add_typer(journal_app, name="journal")
+app.command("import")(import_command)
+app.command("export")(export_command)
 console = Console(soft_wrap=True)
 err = Console(stderr=True)
 

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from sitekeep.config import Settings
 from sitekeep.errors import InvalidInput, SitekeepError
-from sitekeep.stores.cipher import Cipher, load_or_create_key
+from sitekeep.stores.cipher import Cipher, KeyFile
 from sitekeep.stores.secrets import SecretStore
 
 __all__ = ["parse_values", "secret_app"]
@@ -86,8 +86,7 @@ def _open() -> SecretStore:
         where = ".".join(str(part) for part in exc.errors()[0]["loc"])
         typer.echo(f"error: bad setting SITEKEEP_{where.upper()}", err=True)
         raise typer.Exit(2) from exc
-    key = load_or_create_key(settings.key_file, settings.master_key)
-    return SecretStore(settings.database, Cipher(key))
+    return SecretStore(settings.database, Cipher(KeyFile(settings.key_file, settings.master_key)))
 
 
 @secret_app.command("set")

@@ -43,7 +43,7 @@ from sitekeep.operations import HANDLERS, Call
 from sitekeep.policy import check_key, check_url
 from sitekeep.steps import parse_args, parse_steps
 from sitekeep.stores import SessionStore, open_session_store
-from sitekeep.stores.cipher import Cipher, load_or_create_key
+from sitekeep.stores.cipher import Cipher, KeyFile
 from sitekeep.stores.secrets import SecretStore
 
 __all__ = ["Service"]
@@ -80,7 +80,7 @@ class Service:
     @classmethod
     def from_settings(cls, settings: Settings, clock: Callable[[], float] = time.time) -> Service:
         """Open the stores, load (or generate) the master key, prepare the browsers."""
-        cipher = Cipher(load_or_create_key(settings.key_file, settings.master_key))
+        cipher = Cipher(KeyFile(settings.key_file, settings.master_key))
         store = open_session_store(settings.session_store_url, clock)
         secrets = SecretStore(settings.database, cipher, clock)
         return cls(settings, store, cipher, BrowserManager(settings), secrets, clock)

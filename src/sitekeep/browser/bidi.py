@@ -41,6 +41,10 @@ from sitekeep.errors import BidiError, BidiTimeout, BrowserUnavailable
 __all__ = ["BidiConnection", "Listener"]
 
 log = logging.getLogger(__name__)
+_WIRE = logging.getLogger(f"{__name__}.wire")
+_WIRE.setLevel(logging.WARNING)
+"""The socket's own logger: websockets logs every frame at DEBUG (its head and tail),
+and frames carry cookie values and proxy passwords, so it never logs below WARNING."""
 
 Listener = Callable[[dict[str, Any]], None]
 """Called in the reader task with an event's ``params``; must not block."""
@@ -74,7 +78,12 @@ class BidiConnection:
         """
         try:
             ws = await websockets.connect(
-                url, max_size=None, open_timeout=timeout, compression=None, ping_interval=None
+                url,
+                max_size=None,
+                open_timeout=timeout,
+                compression=None,
+                ping_interval=None,
+                logger=_WIRE,
             )
         except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
             raise BrowserUnavailable(f"cannot open the BiDi socket: {type(exc).__name__}") from exc

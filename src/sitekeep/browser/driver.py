@@ -22,6 +22,7 @@ import shutil
 import signal
 import socket
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,8 @@ class SessionSpec:
     profile: Path | None = None
     """Firefox: run in this profile folder (a copy of the prepared template) instead of
     the empty one geckodriver would make."""
+    proxy: Mapping[str, Any] | None = None
+    """The W3C ``proxy`` capability (``browser.proxy``): never holds credentials."""
 
 
 def _chromium_options(spec: SessionSpec) -> Any:
@@ -101,6 +104,8 @@ def _chromium_options(spec: SessionSpec) -> Any:
         options.add_argument(arg)
     options.set_capability("webSocketUrl", True)
     options.accept_insecure_certs = spec.insecure
+    if spec.proxy:
+        options.set_capability("proxy", dict(spec.proxy))
     return options
 
 
@@ -118,6 +123,8 @@ def _firefox_options(spec: SessionSpec) -> Any:
         options.set_preference(name, value)
     options.set_capability("webSocketUrl", True)
     options.accept_insecure_certs = spec.insecure
+    if spec.proxy:
+        options.set_capability("proxy", dict(spec.proxy))
     return options
 
 

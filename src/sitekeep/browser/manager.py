@@ -34,6 +34,7 @@ from sitekeep.browser.driver import (
     session_alive,
 )
 from sitekeep.browser.live import LiveBrowser
+from sitekeep.browser.proxy import ProxyAuth, ProxySettings
 from sitekeep.browser.scripts import CHANNEL, PRELOAD
 from sitekeep.browser.tracker import LeaveTracker
 from sitekeep.config import Settings
@@ -94,48 +95,65 @@ class BrowserManager:
         assert self._local is not None
         return await anyio.to_thread.run_sync(self._local.ensure)
 
-    def _spec(self, kind: BrowserKind, insecure: bool, endpoint: str) -> SessionSpec:
+    def _spec(
+        self, kind: BrowserKind, insecure: bool, endpoint: str, proxy: ProxySettings | None = None
+    ) -> SessionSpec:
         settings = self._settings
+        capability = proxy.capability() if proxy is not None else None
         if kind == "firefox":
             prefs = tuple(settings.firefox_prefs.items())
             profile = None if settings.webdriver_url else self._gecko.profile(endpoint)
-            return SessionSpec(kind, settings.firefox, (), insecure, prefs, profile)
-        return SessionSpec(kind, settings.chromium, settings.browser_args, insecure)
+            return SessionSpec(kind, settings.firefox, (), insecure, prefs, profile, capability)
+        return SessionSpec(
+            kind, settings.chromium, settings.browser_args, insecure, proxy=capability
+        )
 
     async def start(
-        self, kind: BrowserKind, *, insecure: bool = False, pooled: bool = True
+        self,
+        kind: BrowserKind,
+        *,
+        insecure: bool = False,
+        pooled: bool = True,
+        proxy: ProxySettings | None = None,
     ) -> LiveBrowser:
         """A new browser, tracked from birth, that has loaded no page: from the warm pool
-        when one there fits (Chromium, secure) and ``pooled``, else started now.
+        when one there fits (Chromium, secure, no proxy) and ``pooled``, else started now
+        — through ``proxy`` when given, its credentials answered over BiDi.
 
         Raises:
             BrowserUnavailable: no browser could be started.
         """
-        if pooled and kind == "chromium" and not insecure:
+        if pooled and kind == "chromium" and not insecure and proxy is None:
             while self._warm:
                 live = self._warm.pop(0)
                 self._save_pool()
                 if not live.conn.closed:
                     return live
-        return await self._launch(kind, insecure)
+        return await self._launch(kind, insecure, proxy)
 
-    async def _launch(self, kind: BrowserKind, insecure: bool) -> LiveBrowser:
+    async def _launch(
+        self, kind: BrowserKind, insecure: bool, proxy: ProxySettings | None = None
+    ) -> LiveBrowser:
         endpoint = await self.endpoint(kind)
         try:
             ref = await anyio.to_thread.run_sync(
-                create_session, endpoint, self._spec(kind, insecure, endpoint)
+                create_session, endpoint, self._spec(kind, insecure, endpoint, proxy)
             )
         except BaseException:
             self._end_driver(endpoint)
             raise
         try:
-            return await self._wire(ref, LeaveTracker.at_birth(), install=True)
+            return await self._wire(ref, LeaveTracker.at_birth(), install=True, proxy=proxy)
         except BaseException:
             await delete_session(ref.endpoint, ref.session_id)
             raise
 
-    async def attach(self, ref: BrowserRef) -> LiveBrowser | None:
-        """The live browser ``ref`` names, or None when it is gone (died, reaped, closed)."""
+    async def attach(
+        self, ref: BrowserRef, *, proxy: ProxySettings | None = None
+    ) -> LiveBrowser | None:
+        """The live browser ``ref`` names, or None when it is gone (died, reaped, closed).
+        ``proxy``: the proxy it was started with, whose credentials a new connection must
+        answer again."""
         cached = self._live.get(ref.generation)
         if cached is not None and not cached.conn.closed:
             return cached
@@ -143,7 +161,7 @@ class BrowserManager:
         try:
             if not await session_alive(ref.endpoint, ref.session_id):
                 return None
-            return await self._wire(ref, LeaveTracker(), install=False)
+            return await self._wire(ref, LeaveTracker(), install=False, proxy=proxy)
         except BidiError as exc:
             if exc.code in _GONE:
                 return None
@@ -151,9 +169,18 @@ class BrowserManager:
         except BrowserUnavailable:
             return None
 
-    async def _wire(self, ref: BrowserRef, tracker: LeaveTracker, *, install: bool) -> LiveBrowser:
+    async def _wire(
+        self,
+        ref: BrowserRef,
+        tracker: LeaveTracker,
+        *,
+        install: bool,
+        proxy: ProxySettings | None = None,
+    ) -> LiveBrowser:
         conn = await BidiConnection.connect(ref.ws_url, timeout=self._settings.bidi_timeout)
         try:
+            if proxy is not None and proxy.has_credentials:
+                await ProxyAuth(proxy).install(conn)
             for event, listener in (
                 ("script.message", tracker.on_message),
                 ("browsingContext.contextCreated", tracker.on_context_created),
