@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -165,8 +165,12 @@ class Admin:
 
     # -- Site data ------------------------------------------------------------------------
 
-    async def site_data(self, who: Principal, key: str) -> panes.SiteDataPane:
-        """The Site data pane: the snapshot by host, no secrets (SPEC §11).
+    async def site_data(
+        self, who: Principal, key: str, expand: Collection[str] = (), *, first: bool = False
+    ) -> panes.SiteDataPane:
+        """The Site data pane: the snapshot by host, no secrets (SPEC §11); the hosts in
+        ``expand`` (and the top one when ``first``) come with their per-host view
+        (httpOnly values ``•••``).
 
         Raises:
             Forbidden: a member's token. NotFound: no such session in the tenant.
@@ -174,7 +178,7 @@ class Admin:
         self._gate(who, "a session's site data")
         record = await self._svc._require(who, key)
         snapshot = await self._svc._load_snapshot(who.tenant, key)
-        return panes.site_data_pane(snapshot, record.history)
+        return panes.site_data_pane(snapshot, record.history, expand, first=first)
 
     async def site_data_host(self, who: Principal, key: str, site: str) -> dict[str, Any]:
         """One host of the snapshot in full — the owner's explicit per-host view, httpOnly

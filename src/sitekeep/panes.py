@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sitekeep import sitedata
@@ -253,11 +253,14 @@ class SiteDataPane:
             is none.
         rows: hosts in the history first, most recent first, then the rest alphabetically.
         rev: :func:`site_data_rev`.
+        expanded: the per-host view (``sitedata.host_view``, httpOnly values ``•••``) of
+            each row asked to be shown open; never part of :meth:`as_json`.
     """
 
     saved_at: float | None
     rows: tuple[SiteRow, ...]
     rev: list[Any]
+    expanded: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -274,18 +277,33 @@ def site_data_rev(snapshot: SiteData | None, history: Sequence[HistoryEntry]) ->
     return [snapshot.saved_at, sorted(r.site for r in sitedata.host_rows(snapshot, history))]
 
 
-def site_data_pane(snapshot: SiteData | None, history: Sequence[HistoryEntry]) -> SiteDataPane:
+def site_data_pane(
+    snapshot: SiteData | None,
+    history: Sequence[HistoryEntry],
+    expand: Collection[str] = (),
+    *,
+    first: bool = False,
+) -> SiteDataPane:
     """The Site data pane (SPEC §11): one row per host the snapshot holds data for, a
-    parent-domain cookie counted under every host it covers. No secrets here."""
+    parent-domain cookie counted under every host it covers. No secrets here.
+
+    Args:
+        expand: hosts whose rows are shown open: their full views go into ``expanded``
+            (hosts the snapshot does not hold are ignored).
+        first: open the top row too (a pane's first showing: SPEC §11 folding).
+    """
     if snapshot is None:
         return SiteDataPane(None, (), site_data_rev(None, history))
-    rows = []
-    for row in sitedata.host_rows(snapshot, history):
+    rows, expanded = [], {}
+    for index, row in enumerate(sitedata.host_rows(snapshot, history)):
         view = sitedata.host_view(snapshot, row.site)
         origins = tuple(dict.fromkeys([*view["local_storage"], *view["session_storage"]]))
         label = origins[0] if len(origins) == 1 else row.site
         rows.append(SiteRow(row.site, label, origins, Counts.of(row)))
-    return SiteDataPane(snapshot.saved_at, tuple(rows), site_data_rev(snapshot, history))
+        if row.site in expand or (first and index == 0):
+            expanded[row.site] = view
+    rev = site_data_rev(snapshot, history)
+    return SiteDataPane(snapshot.saved_at, tuple(rows), rev, expanded)
 
 
 def rev_token(rev: Any) -> str:

@@ -208,3 +208,17 @@ def test_rev_token_is_stable_and_tells_revisions_apart() -> None:
     assert rev_token([1.5, ["a"]]) == rev_token([1.5, ["a"]])
     assert rev_token([1.5, ["a"]]) != rev_token([1.5, ["b"]])
     assert rev_token([1.0, []]) != rev_token([None, []])
+
+
+def test_site_data_rows_asked_open_come_with_their_host_view_never_in_json() -> None:
+    pane = site_data_pane(SNAPSHOT, HISTORY, expand={"id.example.test", "gone.example.test"})
+    assert set(pane.expanded) == {"id.example.test"}
+    view = pane.expanded["id.example.test"]
+    assert view["session_storage"] == {IDP: {"cart": "1"}} and view["site"] == "id.example.test"
+    assert "expanded" not in pane.as_json()
+
+
+def test_a_panes_first_showing_opens_its_top_row() -> None:
+    pane = site_data_pane(SNAPSHOT, HISTORY, first=True)
+    assert list(pane.expanded) == ["app.example.test"]
+    assert site_data_pane(None, HISTORY, first=True).expanded == {}
