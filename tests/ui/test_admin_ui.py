@@ -23,6 +23,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
+from conftest import HOST_RULES
 from e2e.test_server_restart import SITEKEEP, Server
 from fixtures.sites import APP_HOST, TABS_HOST, TOKEN_HOST, WWW_HOST, Sites
 
@@ -101,6 +102,7 @@ def live(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path, sites: Sites
     assert reply.status_code == 200, reply.text
     yield running
     server.kill()
+    server.http.close()
     subprocess.run([SITEKEEP, "stop"], env=server.env, capture_output=True, timeout=120)
 
 
@@ -120,7 +122,7 @@ def chrome() -> Iterator[Browser]:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path="/usr/bin/chromium",
-            args=["--no-sandbox", "--host-resolver-rules=MAP *.other.test 127.0.0.1"],
+            args=["--no-sandbox", HOST_RULES.replace('"', "")],
         )
         yield browser
         browser.close()
@@ -183,14 +185,6 @@ def csrf_of(page: Page) -> str:
     headers = json.loads(page.locator("body").get_attribute("hx-headers") or "{}")
     token: str = headers["X-CSRF-Token"]
     return token
-
-
-def evil_page(context: BrowserContext, html: str) -> None:
-    """Another site's page (served by the browser's router: no server of ours)."""
-    context.route(
-        f"{EVIL}/**",
-        lambda route: route.fulfill(status=200, content_type="text/html", body=html),
-    )
 
 
 # -- signing in ---------------------------------------------------------------------------
@@ -499,32 +493,36 @@ def test_writes_need_the_csrf_token_and_this_origin(
 
 
 def test_another_sites_page_never_sends_the_cookie_nor_frames_the_ui(
-    page: Page, context: BrowserContext, live: Live
+    page: Page, live: Live
 ) -> None:
     sign_in(page, live.admin)
     token = csrf_of(page)
-    form = "".join(
-        f'<input type="hidden" name="{k}" value="{v}">'
-        for k, v in {"csrf": token, "name": "planted", "hosts": "app.example.test"}.items()
+    fields = {"csrf": token, "name": "planted", "hosts": "app.example.test", "values": "k=x"}
+    inputs = "".join(f'<input type="hidden" name="{k}" value="{v}">' for k, v in fields.items())
+    framed = live.sites.url(WWW_HOST, "/__fixture/page?title=Framed")
+    markup = (
+        f'<a href="{live.url}/admin">Admin</a>'
+        f'<form id="f" method="post" action="{live.url}/admin/ui/secrets">{inputs}</form>'
+        f'<iframe title="admin" src="{live.url}/admin/sign-in"></iframe>'
+        f'<iframe title="control" src="{framed}"></iframe>'
     )
-    evil_page(
-        context,
-        f"""<!doctype html><title>Evil</title>
-        <a href="{live.url}/admin">Admin</a>
-        <form id="f" method="post" action="{live.url}/admin/ui/secrets">{form}
-          <input type="hidden" name="values" value="password=x"></form>
-        <iframe title="framed" src="{live.url}/admin/sign-in"></iframe>""",
-    )
-    page.goto(f"{EVIL}/")
-    framed = page.frame_locator("iframe")
-    expect(framed.get_by_role("heading", name="Sign in")).to_have_count(0)
-    admin_frame = next(f for f in page.frames if f != page.main_frame)
-    assert not admin_frame.url.startswith(live.url), admin_frame.url  # blocked: an error page
+    # Another site's page, served from this machine like the UI (a public page reaching
+    # for a local one would be stopped by the browser for that reason alone).
+    evil = live.sites.url("evil.other.test", "/__fixture/html?" + urlencode({"body": markup}))
+    page.goto(evil)
+    # The control frame loads: frames do load here. The admin UI's does not.
+    control = page.frame_locator('iframe[title="control"]')
+    expect(control.get_by_role("heading", name="Framed")).to_be_visible()
+    handle = page.locator('iframe[title="admin"]').element_handle()
+    admin = handle.content_frame() if handle else None
+    assert admin is not None
+    assert not admin.url.startswith(live.url), admin.url  # an error page stands in
+    assert admin.get_by_role("heading", name="Sign in").count() == 0
     # A link from another site: SameSite=Strict keeps the cookie home, so no sign-in.
     page.get_by_role("link", name="Admin").click()
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     # A form another site submits, even with a leaked CSRF token, changes nothing.
-    page.goto(f"{EVIL}/")
+    page.goto(evil)
     with page.expect_navigation():
         page.evaluate("document.getElementById('f').submit()")
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()

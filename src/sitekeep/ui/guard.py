@@ -28,8 +28,9 @@ __all__ = [
     "COOKIE",
     "MAX_FORM_BYTES",
     "SecurityHeaders",
+    "check_csrf",
     "check_origin",
-    "check_write",
+    "clear_sign_in_cookie",
     "read_form",
     "set_sign_in_cookie",
     "sign_in_ids",
@@ -95,6 +96,11 @@ def set_sign_in_cookie(request: Request, response: Response, sid: str) -> None:
     )
 
 
+def clear_sign_in_cookie(response: Response) -> None:
+    """Tell the browser to drop its sign-in id."""
+    response.delete_cookie(COOKIE, path="/admin", httponly=True, samesite="strict")
+
+
 def sign_in_ids(request: Request) -> list[str]:
     """Every ``sitekeep_admin`` value the browser sent, in its order (at most 4).
 
@@ -153,13 +159,12 @@ async def read_form(request: Request) -> dict[str, str]:
     return form
 
 
-def check_write(request: Request, signed: SignIn, form: Mapping[str, str]) -> None:
-    """Refuse a write that another origin made or that lacks the sign-in's CSRF token.
+def check_csrf(request: Request, signed: SignIn, form: Mapping[str, str]) -> None:
+    """Refuse a write without the sign-in's CSRF token (header or form field).
 
     Raises:
-        Forbidden: a cross-origin request, or a missing or wrong token.
+        Forbidden: a missing or wrong token.
     """
-    check_origin(request)
     token = request.headers.get("x-csrf-token") or form.get("csrf", "")
     if not hmac.compare_digest(token.encode(), signed.csrf.encode()):
         raise Forbidden("refused: this page is out of date or the request was forged (CSRF)")

@@ -43,9 +43,9 @@ from sitekeep.errors import InvalidInput, NotFound, SitekeepError
 from sitekeep.model import Principal
 from sitekeep.service import Service
 from sitekeep.ui.guard import (
-    COOKIE,
+    check_csrf,
     check_origin,
-    check_write,
+    clear_sign_in_cookie,
     read_form,
     set_sign_in_cookie,
     sign_in_ids,
@@ -181,8 +181,11 @@ Signed = Annotated[SignIn, Depends(_signed)]
 
 
 async def _writer(request: Request, signed: Signed) -> SignIn:
+    """A write: signed in, from this origin (checked before the body is read), with the
+    sign-in's CSRF token."""
+    check_origin(request)
     form = await read_form(request) if request.method == "POST" else {}
-    check_write(request, signed, form)
+    check_csrf(request, signed, form)
     request.state.form = form
     return signed
 
@@ -228,7 +231,7 @@ async def sign_in(request: Request, svc: Svc) -> Response:
 async def sign_out(request: Request, signed: Writer, svc: Svc) -> Response:
     await svc.admin.sign_out(request.state.sid)
     response = RedirectResponse("/admin/sign-in?out", status_code=303)
-    response.delete_cookie(COOKIE, path="/admin", httponly=True, samesite="strict")
+    clear_sign_in_cookie(response)
     return response
 
 
