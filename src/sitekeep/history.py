@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from sitekeep.model import HistoryEntry
 
-__all__ = ["bump", "bump_many", "host_of", "origin_of", "trim_url"]
+__all__ = ["bump", "bump_many", "clear", "host_of", "origin_of", "trim_url"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -80,3 +80,15 @@ def bump_many(
     head, rest = entries[0], entries[1:]
     kept = [HistoryEntry(e.origin, trim_url(e.url), e.at) for e in rest if now - e.at <= ttl]
     return (head, *kept)[:cap]
+
+
+def clear(
+    history: Sequence[HistoryEntry],
+) -> tuple[tuple[HistoryEntry, ...], tuple[HistoryEntry, ...]]:
+    """Clear (SPEC §11): only the top entry stays — a reopen goes back there — and every
+    other entry goes, another port of the current host included.
+
+    Returns:
+        ``(kept, gone)``, each newest first.
+    """
+    return tuple(history[:1]), tuple(history[1:])

@@ -24,12 +24,13 @@ from pydantic import ValidationError
 
 from sitekeep import history as hist
 from sitekeep import sitedata
+from sitekeep.admin import Admin
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.manager import BrowserManager
 from sitekeep.browser.restore import restore
 from sitekeep.browser.save import save_read
 from sitekeep.config import Settings
-from sitekeep.errors import InvalidInput, NotFound, SitekeepError, StoreUnavailable
+from sitekeep.errors import Forbidden, InvalidInput, NotFound, SitekeepError, StoreUnavailable
 from sitekeep.flows import run_steps
 from sitekeep.model import (
     RECORD_JSON,
@@ -76,6 +77,8 @@ class Service:
         self.secrets = secrets
         self._clock = clock
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self.admin = Admin(self)
+        """The admin use cases (SPEC §11), behind :meth:`require_admin`."""
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Callable[[], float] = time.time) -> Service:
@@ -579,6 +582,17 @@ class Service:
         drive it directly — tests, and later the live view (SPEC §10)."""
         record = await self._require(who, key)
         return await self.browsers.attach(record.browser) if record.browser else None
+
+    @staticmethod
+    def require_admin(who: Principal, what: str) -> Principal:
+        """``who`` when its role is admin — the one admin gate (SPEC §11).
+
+        Raises:
+            Forbidden: a member's token.
+        """
+        if who.role != "admin":
+            raise Forbidden(f"{what} needs an admin token (sitekeep token create --admin)")
+        return who
 
     async def record(self, who: Principal, key: str) -> SessionRecord:
         """The session record (history included) — the admin surface, not the agent's."""

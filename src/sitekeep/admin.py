@@ -1,0 +1,336 @@
+"""The admin use cases (SPEC §11), grouped behind the service's one admin gate.
+
+What people see and steer: the tenant's sessions with the revisions of their two panes,
+each session's History (joined with secrets and snapshot counts) and Site data (the
+snapshot by host), Forget and Clear, the secrets catalogue, and the admin UI's sign-ins.
+Every method takes the caller's :class:`~sitekeep.model.Principal` and first passes
+:meth:`Service.require_admin <sitekeep.service.Service.require_admin>`; another tenant's
+session does not exist for it (``NotFound``).
+
+Forget and Clear change the stored snapshot only — never the live browser (it keeps what
+it has; only the next browser opened comes back without it), never the history. Clear
+history never touches site data. Each write runs in the session's seam, so it never
+interleaves with a call that is saving or landing.
+
+A sign-in is the server-side session behind the admin UI's cookie: the cookie holds a
+random id, the store keeps only its SHA-256 with the principal and a CSRF token, and the
+admin token itself is never kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from sitekeep import history as hist
+from sitekeep import panes, sitedata
+from sitekeep.errors import NotFound
+from sitekeep.model import Principal, SessionRecord
+from sitekeep.secrets import SecretInfo
+
+if TYPE_CHECKING:
+    from sitekeep.service import Service
+
+__all__ = ["SIGN_IN_TTL", "Admin", "SignIn"]
+
+SIGN_IN_TTL = 8 * 3600.0
+"""How long an admin UI sign-in lasts, in seconds from signing in."""
+
+_SIGN_IN_PREFIX = "admin-sign-in/"
+
+
+@dataclass(frozen=True, slots=True)
+class SignIn:
+    """An admin signed in to the UI.
+
+    Attributes:
+        principal: who signed in (an admin of one tenant).
+        csrf: the token every write from the UI must carry.
+        expires_at: seconds since the epoch.
+    """
+
+    principal: Principal
+    csrf: str
+    expires_at: float
+
+
+def _sign_in_key(sid: str) -> str:
+    return _SIGN_IN_PREFIX + hashlib.sha256(sid.encode()).hexdigest()
+
+
+class Admin:
+    """The admin use cases over one :class:`~sitekeep.service.Service`."""
+
+    def __init__(self, service: Service) -> None:
+        self._svc = service
+
+    def _gate(self, who: Principal, what: str) -> Principal:
+        return self._svc.require_admin(who, what)
+
+    # -- sessions -------------------------------------------------------------------------
+
+    async def sessions(self, who: Principal) -> list[dict[str, Any]]:
+        """The tenant's sessions, most recently used first, each with the revisions of
+        its two panes (SPEC §11).
+
+        Returns:
+            ``[{key, owner, browser, url, created_at, last_used_at, history_count,
+            history_rev, site_data_count, site_data_rev}]``: ``history_count`` counts the
+            hosts History lists, ``history_rev`` is every entry's ``[origin, url]`` in
+            order, ``site_data_count`` counts the hosts Site data lists and
+            ``site_data_rev`` is ``[saved_at, hosts]``.
+
+        Raises:
+            Forbidden: a member's token.
+        """
+        self._gate(who, "the admin sessions list")
+        svc = self._svc
+        records = []
+        for store_key in await svc._store.keys(svc._record_key(who.tenant, "")):
+            record = await svc._load(who.tenant, store_key.rsplit("/", 1)[-1])
+            if record is not None and record.tenant == who.tenant:
+                records.append(record)
+        records.sort(key=lambda r: r.last_used_at, reverse=True)
+        return [await self._row(r) for r in records]
+
+    async def session(self, who: Principal, key: str) -> dict[str, Any]:
+        """One session's row, as in :meth:`sessions`.
+
+        Raises:
+            Forbidden: a member's token. NotFound: no such session in the tenant.
+        """
+        self._gate(who, "an admin session row")
+        return await self._row(await self._svc._require(who, key))
+
+    async def _row(self, record: SessionRecord) -> dict[str, Any]:
+        snapshot = await self._svc._load_snapshot(record.tenant, record.key)
+        site_rev = panes.site_data_rev(snapshot, record.history)
+        return {
+            "key": record.key,
+            "owner": record.owner,
+            "browser": record.kind,
+            "url": record.url,
+            "created_at": record.created_at,
+            "last_used_at": record.last_used_at,
+            "history_count": len({hist.host_of(e.origin) for e in record.history}),
+            "history_rev": panes.history_rev(record.history),
+            "site_data_count": len(site_rev[1]),
+            "site_data_rev": site_rev,
+        }
+
+    # -- History --------------------------------------------------------------------------
+
+    async def history(self, who: Principal, key: str) -> panes.HistoryPane:
+        """The History pane: the history joined by host with the secrets allowed there
+        and the snapshot's counts (SPEC §11).
+
+        Raises:
+            Forbidden: a member's token. NotFound: no such session in the tenant.
+        """
+        self._gate(who, "a session's history")
+        record = await self._svc._require(who, key)
+        snapshot = await self._svc._load_snapshot(who.tenant, key)
+        catalogue = await self._svc.secrets.list(who.tenant)
+        return panes.history_pane(record.history, snapshot, catalogue)
+
+    async def clear_history(self, who: Principal, key: str) -> dict[str, Any]:
+        """Clear the history but its top entry (another port of the current host goes
+        too). Site data and the browser are untouched.
+
+        Returns:
+            ``{key, gone: [origins], kept: [origin]}``.
+
+        Raises:
+            Forbidden: a member's token. NotFound: no such session in the tenant.
+        """
+        self._gate(who, "clearing a session's history")
+        svc = self._svc
+
+        async def body() -> dict[str, Any]:
+            record = await svc._require(who, key)
+            kept, gone = hist.clear(record.history)
+            if gone:
+                await svc._put(replace(record, history=kept))
+            return {
+                "key": key,
+                "gone": [e.origin for e in gone],
+                "kept": [e.origin for e in kept],
+            }
+
+        return await svc._seam(who, key, "clear_history", {}, body)
+
+    # -- Site data ------------------------------------------------------------------------
+
+    async def site_data(
+        self, who: Principal, key: str, expand: Collection[str] = (), *, first: bool = False
+    ) -> panes.SiteDataPane:
+        """The Site data pane: the snapshot by host, no secrets (SPEC §11); the hosts in
+        ``expand`` (and the top one when ``first``) come with their per-host view
+        (httpOnly values ``•••``).
+
+        Raises:
+            Forbidden: a member's token. NotFound: no such session in the tenant.
+        """
+        self._gate(who, "a session's site data")
+        record = await self._svc._require(who, key)
+        snapshot = await self._svc._load_snapshot(who.tenant, key)
+        return panes.site_data_pane(snapshot, record.history, expand, first=first)
+
+    async def site_data_host(self, who: Principal, key: str, site: str) -> dict[str, Any]:
+        """One host of the snapshot in full — the owner's explicit per-host view, httpOnly
+        values shown as ``•••``.
+
+        Returns:
+            ``{key, site, cookies: [{name, value, domain, path, http_only, secure,
+            same_site, expiry, shared}], local_storage: {origin: {k: v}},
+            session_storage: {origin: {k: v}}, saved_at}``.
+
+        Raises:
+            Forbidden: a member's token. NotFound: no such session, or nothing saved for
+            ``site``.
+        """
+        self._gate(who, "a session's site data")
+        await self._svc._require(who, key)
+        snapshot = await self._svc._load_snapshot(who.tenant, key)
+        if snapshot is None:
+            raise NotFound("site", site)
+        return {"key": key, **sitedata.host_view(snapshot, site)}
+
+    async def forget(self, who: Principal, key: str, site: str) -> dict[str, Any]:
+        """Forget one host: its storage and its own cookies leave the stored snapshot;
+        cookies of a parent domain stay (they belong to no host). ``saved_at`` stays: a
+        Forget is not a save.
+
+        Returns:
+            ``{key, site, gone: {cookies, local, session}, hosts: [the hosts left]}``.
+
+        Raises:
+            Forbidden: a member's token. NotFound: no such session, or nothing saved for
+            ``site``.
+        """
+        self._gate(who, "forgetting a host's site data")
+        svc = self._svc
+        host = site.lower()
+
+        async def body() -> dict[str, Any]:
+            record = await svc._require(who, key)
+            snapshot = await svc._load_snapshot(who.tenant, key)
+            rows = {r.site: r for r in sitedata.host_rows(snapshot, ())} if snapshot else {}
+            if snapshot is None or host not in rows:
+                raise NotFound("site", site)
+            left = sitedata.forget_host(snapshot, host)
+            await svc._put_snapshot(who.tenant, key, left)
+            await svc._put(record)  # the record and its snapshot keep one expiry
+            gone = rows[host]
+            return {
+                "key": key,
+                "site": host,
+                "gone": {"cookies": gone.cookies, "local": gone.local, "session": gone.session},
+                "hosts": [r.site for r in sitedata.host_rows(left, record.history)],
+            }
+
+        return await svc._seam(who, key, "forget_site_data", {"site": host}, body)
+
+    async def clear_site_data(self, who: Principal, key: str) -> dict[str, Any]:
+        """Delete the session's snapshot: a browser opened next comes back signed out.
+
+        Returns:
+            ``{key, gone: [hosts]}``.
+
+        Raises:
+            Forbidden: a member's token. NotFound: no such session in the tenant.
+        """
+        self._gate(who, "clearing a session's site data")
+        svc = self._svc
+
+        async def body() -> dict[str, Any]:
+            record = await svc._require(who, key)
+            snapshot = await svc._load_snapshot(who.tenant, key)
+            hosts = (
+                [r.site for r in sitedata.host_rows(snapshot, record.history)] if snapshot else []
+            )
+            await svc._store.delete(svc._snapshot_key(who.tenant, key))
+            return {"key": key, "gone": hosts}
+
+        return await svc._seam(who, key, "clear_site_data", {}, body)
+
+    # -- secrets --------------------------------------------------------------------------
+
+    async def secrets(self, who: Principal) -> list[SecretInfo]:
+        """The tenant's secrets, sorted by name — never a value."""
+        self._gate(who, "managing secrets")
+        return await self._svc.secrets.list(who.tenant)
+
+    async def put_secret(
+        self,
+        who: Principal,
+        name: str,
+        description: str,
+        hosts: Sequence[str],
+        values: Mapping[str, str],
+    ) -> SecretInfo:
+        """Create or replace a secret (SPEC §7): values are written, never shown again.
+
+        Raises:
+            Forbidden: a member's token. InvalidInput: naming the field; nothing changed.
+        """
+        self._gate(who, "managing secrets")
+        return await self._svc.secrets.put(who.tenant, name, description, hosts, values)
+
+    async def delete_secret(self, who: Principal, name: str) -> None:
+        """Delete a secret.
+
+        Raises:
+            Forbidden: a member's token. NotFound: the tenant has none of that name.
+        """
+        self._gate(who, "managing secrets")
+        if not await self._svc.secrets.delete(who.tenant, name):
+            raise NotFound("secret", name)
+
+    # -- sign-ins of the admin UI ---------------------------------------------------------
+
+    async def sign_in(self, who: Principal) -> tuple[str, SignIn]:
+        """A new sign-in for an admin: a fresh random id (never one a browser offered,
+        so a planted id cannot be fixed on a session) and a fresh CSRF token.
+
+        Returns:
+            ``(sid, sign_in)``: the id goes into the cookie; only its hash is stored.
+
+        Raises:
+            Forbidden: a member's token.
+        """
+        self._gate(who, "the admin UI")
+        svc = self._svc
+        sid = secrets.token_urlsafe(32)
+        signed = SignIn(who, secrets.token_urlsafe(32), svc._clock() + SIGN_IN_TTL)
+        record = {
+            "tenant": who.tenant,
+            "subject": who.subject,
+            "role": who.role,
+            "csrf": signed.csrf,
+            "expires_at": signed.expires_at,
+        }
+        await svc._store.set(_sign_in_key(sid), json.dumps(record).encode(), ttl=SIGN_IN_TTL)
+        return sid, signed
+
+    async def signed_in(self, sid: str) -> SignIn | None:
+        """The live sign-in an id stands for, or None (unknown, expired or malformed)."""
+        if not sid or len(sid) > 256:
+            return None
+        raw = await self._svc._store.get(_sign_in_key(sid))
+        if raw is None:
+            return None
+        data = json.loads(raw)
+        if data["expires_at"] <= self._svc._clock() or data["role"] != "admin":
+            return None
+        principal = Principal(data["tenant"], data["subject"], "admin")
+        return SignIn(principal, data["csrf"], data["expires_at"])
+
+    async def sign_out(self, sid: str) -> None:
+        """End a sign-in (a no-op for an unknown id)."""
+        if sid and len(sid) <= 256:
+            await self._svc._store.delete(_sign_in_key(sid))

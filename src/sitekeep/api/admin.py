@@ -1,0 +1,83 @@
+"""HTTP routes of the admin API: ``/admin/sessions…`` (SPEC §11).
+
+Admin tokens only: a member's token gets 403 before anything is read (the gate is a
+dependency calling :meth:`Service.require_admin <sitekeep.service.Service.require_admin>`,
+and no route here has a body); another tenant's session is 404. Handlers parse, call
+``service.admin`` and return its result.
+
+Routes::
+
+    GET    /admin/sessions                        {sessions: [row]} (revisions of both panes)
+    GET    /admin/sessions/{key}/history          {key, rows, clears, goes, stays, history_rev}
+    DELETE /admin/sessions/{key}/history          Clear: {key, gone: [origins], kept: [origin]}
+    GET    /admin/sessions/{key}/site-data        {key, saved_at, hosts, site_data_rev}
+    DELETE /admin/sessions/{key}/site-data        Clear: {key, gone: [hosts]}
+    GET    /admin/sessions/{key}/site-data/{site} one host in full, httpOnly values "•••"
+    DELETE /admin/sessions/{key}/site-data/{site} Forget: {key, site, gone, hosts}
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+
+from sitekeep.api.app import Svc, Who
+from sitekeep.model import Principal
+
+__all__ = ["router"]
+
+JSON = dict[str, Any]
+
+
+def _admin(request: Request, svc: Svc, who: Who) -> Principal:
+    return svc.require_admin(who, f"{request.method} {request.url.path}")
+
+
+AdminWho = Annotated[Principal, Depends(_admin)]
+
+router = APIRouter(prefix="/admin", tags=["admin"])
+
+
+@router.get("/sessions")
+async def admin_sessions(who: AdminWho, svc: Svc) -> JSON:
+    """The tenant's sessions with ``history_count``, ``history_rev``, ``site_data_count``
+    and ``site_data_rev``, so each pane repaints only for its own changes."""
+    return {"sessions": await svc.admin.sessions(who)}
+
+
+@router.get("/sessions/{key}/history")
+async def admin_history(key: str, who: AdminWho, svc: Svc) -> JSON:
+    """Where the session has been, by host, joined with secrets and snapshot counts."""
+    return {"key": key, **(await svc.admin.history(who, key)).as_json()}
+
+
+@router.delete("/sessions/{key}/history")
+async def admin_clear_history(key: str, who: AdminWho, svc: Svc) -> JSON:
+    """Clear: keep only the top entry. Site data and the browser are untouched."""
+    return await svc.admin.clear_history(who, key)
+
+
+@router.get("/sessions/{key}/site-data")
+async def admin_site_data(key: str, who: AdminWho, svc: Svc) -> JSON:
+    """The snapshot by host, counts only."""
+    return {"key": key, **(await svc.admin.site_data(who, key)).as_json()}
+
+
+@router.delete("/sessions/{key}/site-data")
+async def admin_clear_site_data(key: str, who: AdminWho, svc: Svc) -> JSON:
+    """Clear: delete the snapshot. The history and the live browser are untouched."""
+    return await svc.admin.clear_site_data(who, key)
+
+
+@router.get("/sessions/{key}/site-data/{site}")
+async def admin_site_data_host(key: str, site: str, who: AdminWho, svc: Svc) -> JSON:
+    """One host in full, httpOnly values ``•••``."""
+    return await svc.admin.site_data_host(who, key, site)
+
+
+@router.delete("/sessions/{key}/site-data/{site}")
+async def admin_forget(key: str, site: str, who: AdminWho, svc: Svc) -> JSON:
+    """Forget one host: its storage and its own cookies. The history and the live
+    browser are untouched."""
+    return await svc.admin.forget(who, key, site)

@@ -1,0 +1,442 @@
+"""The admin UI's routes: server-rendered pages and the htmx partials they swap in.
+
+Every page but sign-in needs a sign-in (the ``sitekeep_admin`` cookie, :mod:`.guard`);
+every write also passes :func:`~sitekeep.ui.guard.check_write`. Handlers call
+``service.admin`` — the same use cases as the admin API — and render templates
+(``ui/templates``, autoescaped: a hostile page's URL, storage key or cookie name shows as
+text). Errors become pages, or plain text for htmx requests.
+
+Routes::
+
+    GET  /admin                                  the sessions
+    GET  /admin/sign-in ; POST /admin/sign-in    token in, sign-in cookie out
+    POST /admin/sign-out
+    GET  /admin/ui/sessions/{key}?tab=…          Site data and History tabs
+    GET  /admin/ui/sessions/{key}/row            the revisions the page polls (JSON)
+    GET|DELETE /admin/ui/sessions/{key}/panes/history            the pane; Clear
+    GET|DELETE /admin/ui/sessions/{key}/panes/site-data          the pane; Clear
+    GET|DELETE /admin/ui/sessions/{key}/panes/site-data/{site}   one host open; Forget
+    GET  /admin/ui/secrets ; POST /admin/ui/secrets ; POST /admin/ui/secrets/{name}/delete
+    GET  /admin/static/{name}                    htmx, admin.js, admin.css (shipped here)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Coroutine, Mapping
+from datetime import UTC, datetime
+from functools import cache
+from importlib import resources
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse
+from fastapi.routing import APIRoute
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from sitekeep import panes
+from sitekeep.admin import SignIn
+from sitekeep.api.app import Svc
+from sitekeep.api.errors import STATUS
+from sitekeep.errors import InvalidInput, NotFound, SitekeepError
+from sitekeep.model import Principal
+from sitekeep.service import Service
+from sitekeep.ui.guard import (
+    check_csrf,
+    check_origin,
+    clear_sign_in_cookie,
+    read_form,
+    set_sign_in_cookie,
+    sign_in_ids,
+)
+
+__all__ = ["NAV", "SESSION_TABS", "router"]
+
+NAV = (
+    {"id": "sessions", "label": "Sessions", "href": "/admin"},
+    {"id": "secrets", "label": "Secrets", "href": "/admin/ui/secrets"},
+    # Profiles, Proxies and Tokens join here (issue #13, later parts).
+)
+SESSION_TABS = (
+    ("site-data", "Site data"),
+    ("history", "History"),
+    # ("journal", "Journal") joins here with its pane (issue #13, later parts).
+)
+_STATIC = {
+    "htmx.min.js": "text/javascript; charset=utf-8",
+    "admin.js": "text/javascript; charset=utf-8",
+    "admin.css": "text/css; charset=utf-8",
+}
+_HEADINGS = {401: "Sign in again", 403: "Not allowed", 404: "Not found"}
+
+
+class _SignInNeeded(Exception):
+    """No live sign-in behind the request's cookie."""
+
+
+class _UiRoute(APIRoute):
+    """Errors of the UI's routes become pages (or plain text for htmx), not JSON."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def guarded(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except _SignInNeeded:
+                return _to_sign_in(request)
+            except SitekeepError as exc:
+                return _error(request, exc)
+
+        return guarded
+
+
+router = APIRouter(route_class=_UiRoute, include_in_schema=False)
+
+
+@cache
+def _env() -> Environment:
+    env = Environment(
+        loader=PackageLoader("sitekeep.ui", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals.update(
+        ago=panes.ago,
+        plural=_plural,
+        static=_static_url,
+        cookie_flags=_cookie_flags,
+        when=_when,
+        nav=NAV,
+    )
+    return env
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _when(expiry: float) -> str:
+    return datetime.fromtimestamp(expiry, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _cookie_flags(cookie: Mapping[str, Any]) -> str:
+    flags = ["httpOnly" if cookie["http_only"] else "", "Secure" if cookie["secure"] else ""]
+    flags.append(f"SameSite={cookie['same_site']}")
+    return " · ".join(f for f in flags if f)
+
+
+@cache
+def _static_file(name: str) -> bytes:
+    return (resources.files("sitekeep.ui") / "static" / name).read_bytes()
+
+
+def _static_url(name: str) -> str:
+    return f"/admin/static/{name}?v={hashlib.sha256(_static_file(name)).hexdigest()[:12]}"
+
+
+def _render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    context.setdefault("signed", None)
+    context.setdefault("signed_out", False)
+    return HTMLResponse(_env().get_template(name).render(**context), status_code=status)
+
+
+def _is_htmx(request: Request) -> bool:
+    return request.headers.get("hx-request") == "true"
+
+
+def _to_sign_in(request: Request) -> Response:
+    if _is_htmx(request) or request.url.path.endswith("/row"):
+        return PlainTextResponse(
+            "Sign in again.", status_code=401, headers={"HX-Redirect": "/admin/sign-in"}
+        )
+    return RedirectResponse("/admin/sign-in", status_code=303)
+
+
+def _status(exc: SitekeepError) -> int:
+    return next((STATUS[c] for c in type(exc).__mro__ if c in STATUS), 500)
+
+
+def _error(request: Request, exc: SitekeepError) -> Response:
+    status = _status(exc)
+    if _is_htmx(request):
+        return PlainTextResponse(exc.message, status_code=status)
+    heading = _HEADINGS.get(status, "Something went wrong")
+    return _render("error.html", status, heading=heading, message=exc.message, code=status)
+
+
+async def _signed(request: Request, svc: Svc) -> SignIn:
+    for sid in sign_in_ids(request):
+        signed = await svc.admin.signed_in(sid)
+        if signed is not None:
+            request.state.sid = sid
+            return signed
+    raise _SignInNeeded
+
+
+Signed = Annotated[SignIn, Depends(_signed)]
+
+
+async def _writer(request: Request, signed: Signed) -> SignIn:
+    """A write: signed in, from this origin (checked before the body is read), with the
+    sign-in's CSRF token."""
+    check_origin(request)
+    form = await read_form(request) if request.method == "POST" else {}
+    check_csrf(request, signed, form)
+    request.state.form = form
+    return signed
+
+
+Writer = Annotated[SignIn, Depends(_writer)]
+
+
+# -- sign-in ------------------------------------------------------------------------------
+
+
+@router.get("/admin/sign-in")
+async def sign_in_page(request: Request) -> HTMLResponse:
+    return _render("sign_in.html", error=None, signed_out="out" in request.query_params)
+
+
+async def _resolve_token(request: Request, token: str) -> Principal | None:
+    # The token store is the app's (api.app); a sign-in asks it once and keeps no token.
+    resolved: Principal | None = await request.app.state.tokens.resolve(token)
+    return resolved
+
+
+@router.post("/admin/sign-in")
+async def sign_in(request: Request, svc: Svc) -> Response:
+    """Trade an admin token for a sign-in: a fresh id in an httpOnly, SameSite=Strict
+    cookie (never the token), after ending any sign-in the browser had."""
+    check_origin(request)  # no other site signs this browser in to its own account
+    token = (await read_form(request)).get("token", "").strip()
+    who = await _resolve_token(request, token) if token else None
+    if who is None:
+        return _render("sign_in.html", 401, error="That is not a token of this server.")
+    if who.role != "admin":
+        error = "That is a member's token: the admin UI needs an admin's."
+        return _render("sign_in.html", 403, error=error)
+    for old in sign_in_ids(request):  # a new id every time: nothing planted is kept
+        await svc.admin.sign_out(old)
+    sid, _ = await svc.admin.sign_in(who)
+    response = RedirectResponse("/admin", status_code=303)
+    set_sign_in_cookie(request, response, sid)
+    return response
+
+
+@router.post("/admin/sign-out")
+async def sign_out(request: Request, signed: Writer, svc: Svc) -> Response:
+    await svc.admin.sign_out(request.state.sid)
+    response = RedirectResponse("/admin/sign-in?out", status_code=303)
+    clear_sign_in_cookie(response)
+    return response
+
+
+# -- sessions -----------------------------------------------------------------------------
+
+
+def _now(svc: Service) -> float:
+    return svc._clock()
+
+
+@router.get("/admin")
+async def sessions_page(signed: Signed, svc: Svc) -> HTMLResponse:
+    rows = await svc.admin.sessions(signed.principal)
+    return _render("sessions.html", signed=signed, section="sessions", rows=rows, now=_now(svc))
+
+
+def _base(key: str) -> str:
+    return f"/admin/ui/sessions/{key}"
+
+
+@router.get("/admin/ui/sessions/{key}")
+async def session_page(key: str, signed: Signed, svc: Svc, tab: str = "site-data") -> Response:
+    """A session's tabs; each pane opens its top row once, then the reader decides."""
+    who = signed.principal
+    row = await svc.admin.session(who, key)
+    history = await svc.admin.history(who, key)
+    top = [history.rows[0].host] if history.rows else []
+    site_data = await svc.admin.site_data(who, key, first=True)
+    counts = {"site-data": len(site_data.rows), "history": len(history.rows)}
+    tabs = [{"id": t, "label": label, "count": counts[t]} for t, label in SESSION_TABS]
+    return _render(
+        "session.html",
+        signed=signed,
+        section="sessions",
+        key=key,
+        base=_base(key),
+        row=row,
+        now=_now(svc),
+        tabs=tabs,
+        current=tab if tab in counts else "site-data",
+        history=history,
+        history_rev=panes.rev_token(history.rev),
+        history_open=top,
+        site_data=site_data,
+        site_data_rev=panes.rev_token(site_data.rev),
+    )
+
+
+@router.get("/admin/ui/sessions/{key}/row")
+async def session_row(key: str, signed: Signed, svc: Svc) -> JSONResponse:
+    """The session's row (as ``GET /admin/sessions`` has it) and each pane's revision
+    token, for the page to repaint only the pane whose revision moved."""
+    row = await svc.admin.session(signed.principal, key)
+    revs = {
+        "history": panes.rev_token(row["history_rev"]),
+        "site-data": panes.rev_token(row["site_data_rev"]),
+    }
+    return JSONResponse({"row": row, "revs": revs})
+
+
+def _open(request: Request) -> list[str]:
+    return [h for h in request.query_params.get("open", "").split(",") if h]
+
+
+def _first(request: Request) -> bool:
+    return request.query_params.get("first") == "1"
+
+
+async def _history_pane(request: Request, key: str, signed: SignIn, svc: Service) -> Response:
+    pane = await svc.admin.history(signed.principal, key)
+    open_hosts = _open(request)
+    first = _first(request) and bool(pane.rows)
+    if first:
+        open_hosts.append(pane.rows[0].host)
+    return _render(
+        "_history.html",
+        pane=pane,
+        rev=panes.rev_token(pane.rev),
+        open_hosts=open_hosts,
+        opened_top=first,
+        now=_now(svc),
+        base=_base(key),
+    )
+
+
+async def _site_data_pane(request: Request, key: str, signed: SignIn, svc: Service) -> Response:
+    first = _first(request)
+    pane = await svc.admin.site_data(signed.principal, key, expand=_open(request), first=first)
+    return _render(
+        "_site_data.html",
+        pane=pane,
+        rev=panes.rev_token(pane.rev),
+        opened_top=first and bool(pane.rows),
+        now=_now(svc),
+        base=_base(key),
+    )
+
+
+@router.get("/admin/ui/sessions/{key}/panes/history")
+async def history_pane(request: Request, key: str, signed: Signed, svc: Svc) -> Response:
+    return await _history_pane(request, key, signed, svc)
+
+
+@router.delete("/admin/ui/sessions/{key}/panes/history")
+async def clear_history(request: Request, key: str, signed: Writer, svc: Svc) -> Response:
+    await svc.admin.clear_history(signed.principal, key)
+    return await _history_pane(request, key, signed, svc)
+
+
+@router.get("/admin/ui/sessions/{key}/panes/site-data")
+async def site_data_pane(request: Request, key: str, signed: Signed, svc: Svc) -> Response:
+    return await _site_data_pane(request, key, signed, svc)
+
+
+@router.delete("/admin/ui/sessions/{key}/panes/site-data")
+async def clear_site_data(request: Request, key: str, signed: Writer, svc: Svc) -> Response:
+    await svc.admin.clear_site_data(signed.principal, key)
+    return await _site_data_pane(request, key, signed, svc)
+
+
+@router.get("/admin/ui/sessions/{key}/panes/site-data/{site}")
+async def site_data_host(key: str, site: str, signed: Signed, svc: Svc) -> Response:
+    view = await svc.admin.site_data_host(signed.principal, key, site)
+    return _render("_host.html", view=view)
+
+
+@router.delete("/admin/ui/sessions/{key}/panes/site-data/{site}")
+async def forget(request: Request, key: str, site: str, signed: Writer, svc: Svc) -> Response:
+    await svc.admin.forget(signed.principal, key, site)
+    return await _site_data_pane(request, key, signed, svc)
+
+
+# -- secrets ------------------------------------------------------------------------------
+
+_EMPTY_FORM = {"name": "", "description": "", "hosts": ""}
+
+
+async def _secrets_page(
+    signed: SignIn, svc: Service, status: int = 200, **context: Any
+) -> HTMLResponse:
+    context.setdefault("form", _EMPTY_FORM)
+    return _render(
+        "secrets.html",
+        status,
+        signed=signed,
+        section="secrets",
+        secrets=await svc.admin.secrets(signed.principal),
+        now=_now(svc),
+        **{"error": None, "saved": None, "deleted": None, **context},
+    )
+
+
+@router.get("/admin/ui/secrets")
+async def secrets_page(request: Request, signed: Signed, svc: Svc) -> Response:
+    query = request.query_params
+    return await _secrets_page(signed, svc, saved=query.get("saved"), deleted=query.get("deleted"))
+
+
+def _values(text: str) -> dict[str, str]:
+    """``key=value`` lines (blank lines skipped) as a mapping; a line is never echoed."""
+    values: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or key.strip() in values:
+            raise InvalidInput(
+                f"values: line {number} is not a new key=value", field=f"values[{number}]"
+            )
+        values[key.strip()] = value
+    return values
+
+
+@router.post("/admin/ui/secrets")
+async def save_secret(request: Request, signed: Writer, svc: Svc) -> Response:
+    """Create or replace a secret; values are never put back into the page."""
+    form: dict[str, str] = request.state.form
+    kept = {k: form.get(k, "") for k in _EMPTY_FORM}
+    try:
+        hosts = [h for h in re.split(r"[\s,]+", kept["hosts"]) if h]
+        values = _values(form.get("values", ""))
+        info = await svc.admin.put_secret(
+            signed.principal, kept["name"], kept["description"], hosts, values
+        )
+    except InvalidInput as exc:
+        return await _secrets_page(signed, svc, 400, error=exc.message, form=kept)
+    return RedirectResponse(f"/admin/ui/secrets?saved={info.name}", status_code=303)
+
+
+@router.post("/admin/ui/secrets/{name}/delete")
+async def delete_secret(name: str, signed: Writer, svc: Svc) -> Response:
+    await svc.admin.delete_secret(signed.principal, name)
+    return RedirectResponse(f"/admin/ui/secrets?deleted={name}", status_code=303)
+
+
+# -- static files -------------------------------------------------------------------------
+
+
+@router.get("/admin/static/{name}")
+async def static(name: str) -> Response:
+    """The UI's own scripts and styles, shipped inside the package (never a CDN)."""
+    if name not in _STATIC:
+        raise NotFound("file", name)
+    return Response(
+        _static_file(name),
+        media_type=_STATIC[name],
+        headers={"cache-control": "private, max-age=86400"},
+    )
