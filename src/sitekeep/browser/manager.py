@@ -232,6 +232,16 @@ class BrowserManager:
         await delete_session(ref.endpoint, ref.session_id)
         self._end_driver(ref.endpoint)
 
+    async def end(self, endpoint: str, session_id: str) -> None:
+        """End a browser known only by where it runs — one this process may never have
+        reached (the reaper ends runs of every replica; SPEC §13). A gone one is fine."""
+        for live in list(self._live.values()):
+            if live.ref.session_id == session_id and live.ref.endpoint == endpoint:
+                await self.close(live.ref)
+                return
+        await delete_session(endpoint, session_id)
+        self._end_driver(endpoint)
+
     def _end_driver(self, endpoint: str) -> None:
         """A per-browser driver (embedded Firefox) goes with its browser."""
         if not self._settings.webdriver_url and self._gecko.owns(endpoint):
@@ -261,7 +271,8 @@ class BrowserManager:
         self._refill()
 
     def _refill(self) -> None:
-        for _ in range(self._settings.warm_browsers - len(self._warm) - len(self._filling)):
+        wanted = self._settings.warm_browsers.get("chromium", 0)
+        for _ in range(wanted - len(self._warm) - len(self._filling)):
             task = asyncio.get_running_loop().create_task(self._fill_one(), name="warm-browser")
             self._filling.add(task)
             task.add_done_callback(self._filling.discard)
