@@ -191,10 +191,24 @@ class BrowserManager:
     ) -> LiveBrowser | None:
         """The live browser ``ref`` names, or None when it is gone (died, reaped, closed).
         ``proxy``: the proxy it was started with, whose credentials a new connection must
-        answer again."""
+        answer again.
+
+        A cached socket to a remote endpoint (a Grid) is trusted only after the endpoint
+        says the session still exists: another replica may have ended it, and a Grid keeps
+        its BiDi relay to an ended session open, silent (one HTTP round trip per call; an
+        embedded driver closes the socket itself)."""
         cached = self._live.get(ref.generation)
         if cached is not None and not cached.conn.closed:
-            return cached
+            if not self._settings.webdriver_url:
+                return cached
+            try:
+                if await session_alive(ref.endpoint, ref.session_id):
+                    return cached
+            except BrowserUnavailable:
+                return None
+            await cached.conn.close()
+            self._live.pop(ref.generation, None)
+            return None
         self._live.pop(ref.generation, None)
         try:
             if not await session_alive(ref.endpoint, ref.session_id):
