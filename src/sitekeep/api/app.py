@@ -57,9 +57,14 @@ class SaveBody(_Body):
 _bearer = HTTPBearer(auto_error=False)
 
 
-def _service(request: Request) -> Service:
+def _service_of(request: Request) -> Service:
     service: Service = request.app.state.service
     return service
+
+
+async def _service(request: Request) -> Service:
+    # async: FastAPI runs a plain def dependency in a worker thread, a hop per request.
+    return _service_of(request)
 
 
 async def _principal(
@@ -67,16 +72,16 @@ async def _principal(
     _scheme: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
     # HTTPBearer only documents the scheme in OpenAPI: the service parses the header.
-    return await _service(request).authenticate(request.headers.get("authorization"))
+    return await _service_of(request).authenticate(request.headers.get("authorization"))
 
 
 Who = Annotated[Principal, Depends(_principal)]
 Svc = Annotated[Service, Depends(_service)]
 
 
-def _admin(request: Request, who: Who) -> Principal:
+async def _admin(request: Request, who: Who) -> Principal:
     # A dependency, so a member is refused before its body or query is even read.
-    return _service(request).require_admin(who, f"{request.method} {request.url.path}")
+    return _service_of(request).require_admin(who, f"{request.method} {request.url.path}")
 
 
 Admin = Annotated[Principal, Depends(_admin)]

@@ -19,6 +19,11 @@ from sitekeep.stores.schema import kv
 __all__ = ["SqlStore"]
 
 _WHAT = "the session store"
+_READ = sa.select(kv.c.value, kv.c.revision).where(
+    kv.c.key == sa.bindparam("key"),
+    sa.or_(kv.c.expires_at.is_(None), kv.c.expires_at > sa.bindparam("now")),
+)
+"""The hot read, built once (half its cost is building a statement each call)."""
 
 
 class SqlStore:
@@ -40,9 +45,7 @@ class SqlStore:
 
     async def read(self, key: str) -> Versioned | None:
         def read(conn: sa.Connection) -> Versioned | None:
-            row = conn.execute(
-                sa.select(kv.c.value, kv.c.revision).where(kv.c.key == key, self._alive())
-            ).first()
+            row = conn.execute(_READ, {"key": key, "now": self._clock()}).first()
             return Versioned(bytes(row.value), int(row.revision)) if row else None
 
         return await self._db.run(_WHAT, read, write=False)
