@@ -8,7 +8,7 @@ GRID_STAMP := .grid/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8700
 
-.PHONY: setup run test check bench token clean
+.PHONY: setup services run test check bench token clean
 
 setup: $(STAMP)
 
@@ -23,11 +23,15 @@ $(STAMP): pyproject.toml scripts/setup-system.sh
 $(GRID_STAMP): scripts/setup-grid.sh
 	@scripts/setup-grid.sh
 
+# Only the tests need them, every time (a new machine has them stopped): Redis, PostgreSQL.
+services:
+	@scripts/setup-services.sh
+
 run: setup
 	@echo "admin token (tenant default): $$($(BIN)/sitekeep token create --tenant default --subject admin --admin)"
 	$(BIN)/sitekeep serve --host $(HOST) --port $(PORT)
 
-test: setup $(GRID_STAMP)
+test: setup $(GRID_STAMP) services
 	$(BIN)/pytest
 
 check: setup

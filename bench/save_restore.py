@@ -678,7 +678,7 @@ async def main(runs: int, sizes: list[int], phases: bool, no_firefox: bool = Fal
             "data_dir": Path(tmp.name) / "firefox",
             "browser": "firefox",
             "firefox_prefs": {"network.dns.forceResolve": "127.0.0.1"},
-            "warm_browsers": 0,
+            "warm_browsers": {},
         }
     )
     firefox = Service.from_settings(ff_settings) if not no_firefox else None

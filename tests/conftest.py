@@ -10,12 +10,12 @@ from typing import Any
 import httpx
 import pytest
 
+from fixtures.databases import fresh_postgres_database
 from fixtures.sites import SECRET_VALUES, Sites, start_sites
 from sitekeep.api.app import create_app
 from sitekeep.browser.driver import LocalChromedriver
 from sitekeep.config import Settings
 from sitekeep.service import Service
-from sitekeep.stores.sql import TokenStore
 from support import WHO, Api, ApiFactory
 
 HOST_RULES = '--host-resolver-rules="MAP *.example.test 127.0.0.1, MAP *.other.test 127.0.0.1"'
@@ -30,6 +30,13 @@ def anyio_backend() -> str:
 def sites() -> Iterator[Sites]:
     with start_sites() as running:
         yield running
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL database of this run's own on the shared server, dropped at the end."""
+    with fresh_postgres_database() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -111,8 +118,8 @@ async def make_api(settings: Settings) -> AsyncIterator[ApiFactory]:
         app = create_app(settings.model_copy(update=overrides))
         lifespan = app.router.lifespan_context(app)
         await lifespan.__aenter__()
-        tokens: TokenStore = app.state.tokens
-        token = tokens.create(WHO.tenant, WHO.subject, WHO.role)
+        service: Service = app.state.service
+        token = await service.create_token(WHO.tenant, WHO.subject, WHO.role)
         http = httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app),
             base_url="http://sitekeep.test",
@@ -120,7 +127,6 @@ async def make_api(settings: Settings) -> AsyncIterator[ApiFactory]:
             timeout=120,
             event_hooks={"response": [_no_secret_value_in]},
         )
-        service: Service = app.state.service
         opened.append((lifespan, http, service))
         return Api(http, service)
 

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import httpx
 from mcp import Client
 from mcp.types import TextContent
 
 from fixtures.sites import SECRET_VALUES
 from sitekeep.browser.live import LiveBrowser
-from sitekeep.model import Principal, SiteData
+from sitekeep.config import Settings
+from sitekeep.model import Principal, Role, SiteData
 from sitekeep.service import Service
 
 WHO = Principal("t1", "agent", "member")
@@ -64,6 +67,29 @@ class Api:
 
 
 ApiFactory = Callable[..., Any]
+
+
+def on_service(settings: Settings, use: Callable[[Service], Awaitable[Any]]) -> Any:
+    """``use(service)`` on a service of ``settings``, opened and closed in a thread of its
+    own (so sync and async tests alike can set a data dir up)."""
+
+    async def run() -> Any:
+        service = Service.from_settings(settings)
+        try:
+            return await use(service)
+        finally:
+            await service.aclose()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, run).result()
+
+
+def make_token(
+    settings: Settings, tenant: str = "t1", subject: str = "agent", role: Role = "member"
+) -> str:
+    """A new bearer token in the stores of ``settings``."""
+    token: str = on_service(settings, lambda svc: svc.create_token(tenant, subject, role))
+    return token
 
 
 async def call_tool(

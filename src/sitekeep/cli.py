@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
-from pathlib import Path
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import anyio
 import typer
@@ -22,14 +21,21 @@ from sitekeep.cli_interop import export_command, import_command
 from sitekeep.cli_journal import journal_app
 from sitekeep.cli_secrets import secret_app
 from sitekeep.config import Settings
-from sitekeep.errors import SitekeepError
-from sitekeep.model import Principal
+from sitekeep.errors import SitekeepError, Unauthorized
+from sitekeep.model import Principal, Role
 
-__all__ = ["app", "main"]
+if TYPE_CHECKING:
+    from sitekeep.service import Service
+
+__all__ = ["app", "main", "with_service"]
+
+T = TypeVar("T")
 
 app = typer.Typer(help="Real browsers for AI agents that stay signed in.", no_args_is_help=True)
 token_app = typer.Typer(help="Bearer tokens.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
+db_app = typer.Typer(help="The SQL database's schema.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
 app.add_typer(secret_app, name="secret")
 app.add_typer(journal_app, name="journal")
 app.command("import")(import_command)
@@ -69,8 +75,6 @@ def mcp_stdio(
 ) -> None:
     """Serve MCP over stdio for one agent: SITEKEEP_TOKEN says who it is, SITEKEEP_SESSION
     names the session of calls without a key (default "default")."""
-    import anyio
-
     from sitekeep.mcp.stdio import serve_stdio
 
     # stdout is the protocol: every log line goes to stderr.
@@ -79,35 +83,46 @@ def mcp_stdio(
     )
     logging.getLogger("selenium").setLevel(logging.WARNING)  # it logs whole frames at debug
     settings = _settings()
-    who = _token_principal(settings, os.environ.get("SITEKEEP_TOKEN", "").strip())
-    session = os.environ.get("SITEKEEP_SESSION") or "default"
-    anyio.run(functools.partial(serve_stdio, settings, who, session=session))
-
-
-def _token_principal(settings: Settings, token: str) -> Principal:
-    """Who ``token`` stands for; exit 2 with what to do when it is missing or unknown."""
-    from sitekeep.stores.sql import TokenStore
-
+    token = os.environ.get("SITEKEEP_TOKEN", "").strip()
     if not token:
         err.print(
             "[red]error:[/] set SITEKEEP_TOKEN (in the MCP client's env) to a token from "
             "`sitekeep token create --tenant T --subject S`"
         )
         raise typer.Exit(2)
+    session = os.environ.get("SITEKEEP_SESSION") or "default"
     try:
-        tokens = TokenStore(settings.database)
-        who = tokens.resolve_sync(token)
-        tokens.close()
-    except SitekeepError as exc:
-        err.print(f"[red]error:[/] {exc.message}")
-        raise typer.Exit(2) from exc
-    if who is None:
+        anyio.run(functools.partial(serve_stdio, settings, token, session=session))
+    except Unauthorized as exc:
         err.print(
             f"[red]error:[/] SITEKEEP_TOKEN is unknown in {settings.data_dir}: create it with "
             "`sitekeep token create` under the same SITEKEEP_DATA_DIR (or SITEKEEP_DATABASE_URL)"
         )
-        raise typer.Exit(2)
-    return who
+        raise typer.Exit(2) from exc
+    except SitekeepError as exc:
+        err.print(f"[red]error:[/] {exc.message}")
+        raise typer.Exit(2) from exc
+
+
+def with_service(use: Callable[[Service], Awaitable[T]], settings: Settings | None = None) -> T:
+    """``use(service)`` on a service opened from the settings, then closed; a sitekeep
+    error is one line on stderr and exit status 2. The CLI reaches the stores only so."""
+    from sitekeep.service import Service
+
+    settings = settings or _settings()
+
+    async def run() -> T:
+        service = Service.from_settings(settings)
+        try:
+            return await use(service)
+        finally:
+            await service.aclose()
+
+    try:
+        return anyio.run(run)
+    except SitekeepError as exc:
+        err.print(f"[red]error:[/] {exc.message}")
+        raise typer.Exit(2) from exc
 
 
 @token_app.command("create")
@@ -117,16 +132,70 @@ def token_create(
     admin: Annotated[bool, typer.Option("--admin", help="Give the admin role.")] = False,
 ) -> None:
     """Create a bearer token and print it — the only time it is shown."""
-    from sitekeep.stores.sql import TokenStore
+    role: Role = "admin" if admin else "member"
+    print(with_service(lambda svc: svc.create_token(tenant, subject, role)))
 
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Bring the database and a SQL session store to this sitekeep's newest schema
+    (every start does it too; safe while other replicas start)."""
+    from sitekeep.stores import upgrade_stores
+
+    settings = _settings()
     try:
-        store = TokenStore(_settings().database)
-        token = store.create(tenant, subject, "admin" if admin else "member")
-        store.close()
+        done = upgrade_stores(settings.database, settings.session_store_url)
     except SitekeepError as exc:
         err.print(f"[red]error:[/] {exc.message}")
         raise typer.Exit(2) from exc
-    print(token)
+    for name, before, after in done:
+        change = "already" if before == after else f"was {before}, now"
+        console.print(f"{name}: {change} at schema {after}")
+
+
+@app.command()
+def runs(
+    tenant: Annotated[str | None, typer.Option(help="Only this tenant's runs.")] = None,
+    every: Annotated[bool, typer.Option("--all", help="Closed runs too, newest first.")] = False,
+    limit: Annotated[int, typer.Option(help="At most this many (1–1000).")] = 100,
+    reap: Annotated[bool, typer.Option("--reap", help="Run one reaper pass first.")] = False,
+) -> None:
+    """The run ledger: each live browser of every replica (SPEC §13)."""
+    from rich.table import Table
+
+    async def use(svc: Service) -> tuple[dict[str, int], list[dict[str, object]]]:
+        reaped = await svc.reap() if reap else {}
+        who = None if tenant is None else Principal(tenant, "cli", "admin")
+        return reaped, await svc.runs(who, open_only=not every, limit=limit)
+
+    reaped, rows = with_service(use)
+    if reap:
+        done = ", ".join(f"{n} {why}" for why, n in sorted(reaped.items())) or "nothing"
+        console.print(f"reaper: {done}")
+    if not rows:
+        console.print("no open runs" if not every else "no runs")
+        return
+    table = Table("id", "tenant", "session", "browser", "where", "opened", "closed")
+    for row in rows:
+        where = row["where"]
+        assert isinstance(where, dict)
+        closed = row["closed_reason"] or ""
+        table.add_row(
+            str(row["id"]),
+            str(row["tenant"]),
+            str(row["session"]),
+            str(row["browser"]),
+            f"{where['endpoint']} {where['session_id']}",
+            _when(row["opened_at"]),
+            f"{_when(row['closed_at'])} {closed}".strip(),
+        )
+    console.print(table)
+
+
+def _when(at: object) -> str:
+    if not isinstance(at, int | float):
+        return ""
+    return datetime.fromtimestamp(at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 @app.command()
@@ -137,18 +206,8 @@ def stop() -> None:
     to end them. Sessions, history and saved site data stay: the next call on a session
     opens a new browser and restores its site data.
     """
-    from sitekeep.service import Service
-
     settings = _settings()
-
-    async def end() -> int:
-        service = Service.from_settings(settings)
-        try:
-            return await service.end_browsers()
-        finally:
-            await service.aclose()
-
-    ended = anyio.run(end)
+    ended = with_service(lambda svc: svc.end_browsers(), settings)
     where = f"on {settings.webdriver_url}" if settings.webdriver_url else "and the embedded drivers"
     if ended:
         console.print(f"ended {ended} session browser(s) {where} of {settings.data_dir}")
@@ -159,8 +218,8 @@ def stop() -> None:
 @app.command()
 def doctor() -> None:
     """Check the browsers, their drivers, the database and the key (changes nothing)."""
+    from sitekeep.service import Service
     from sitekeep.stores.cipher import key_id, load_or_create_key
-    from sitekeep.stores.sql import TokenStore
 
     settings = _settings()
     ok = True
@@ -191,16 +250,9 @@ def doctor() -> None:
         check(name, found, detail, optional=optional)
     if remote:
         console.print(f"browsers run on SITEKEEP_WEBDRIVER_URL={remote}")
-    database = Path(settings.database.removeprefix("sqlite:///"))
-    if database.exists():
-        try:
-            TokenStore(settings.database).close()
-            check("database", True, settings.database)
-        except SitekeepError as exc:
-            check("database", False, exc.message)
-    else:
-        check("database", True, f"{database} (created at first start)")
-    check("session store", *_session_store_state(settings.session_store_url))
+    database, sessions = anyio.run(Service.store_health, settings)
+    check("database", *database)
+    check("session store", *sessions)
     if settings.master_key or settings.key_file.exists():
         try:
             key = load_or_create_key(settings.key_file, settings.master_key)
@@ -211,24 +263,6 @@ def doctor() -> None:
         check("master key", True, f"{settings.key_file} (generated at first start, mode 0600)")
     console.print(f"sitekeep {__version__}; data dir {settings.data_dir}")
     raise typer.Exit(0 if ok else 1)
-
-
-def _session_store_state(url: str) -> tuple[bool, str]:
-    """Whether the session store at ``url`` can be read, and what to say of it; an
-    existing SQLite file is opened read-only (doctor changes nothing)."""
-    if url.startswith("memory://"):
-        return True, f"{url} (kept in the process only: sessions go when it stops)"
-    if not url.startswith("sqlite:///"):
-        return True, url
-    path = Path(url.removeprefix("sqlite:///"))
-    if not path.exists():
-        return True, f"{path} (created at first start)"
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
-            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.Error as exc:
-        return False, f"{path} cannot be read: {exc}"
-    return True, str(path)
 
 
 def _version(binary: str) -> str:

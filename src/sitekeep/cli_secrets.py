@@ -3,7 +3,7 @@
 Values are read from stdin only, never from arguments (which land in shell history and
 ``ps``): either one JSON object ``{"username": "...", "password": "..."}`` or ``key=value``
 lines, blank lines ignored; everything after the first ``=`` is the value, verbatim. The
-commands open the settings, the master key and the database directly, like ``token create``.
+commands act through the service as the tenant's operator (an admin of it).
 Any error prints one line to stderr and exits 2; no message ever holds a value.
 """
 
@@ -11,19 +11,25 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
+import anyio
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
 from sitekeep.config import Settings
-from sitekeep.errors import InvalidInput, SitekeepError
-from sitekeep.stores.cipher import Cipher, KeyFile
-from sitekeep.stores.secrets import SecretStore
+from sitekeep.errors import InvalidInput, NotFound, SitekeepError
+from sitekeep.model import Principal
+
+if TYPE_CHECKING:
+    from sitekeep.service import Service
 
 __all__ = ["parse_values", "secret_app"]
+
+T = TypeVar("T")
 
 secret_app = typer.Typer(
     help="The secrets catalogue: values are read from stdin only.", no_args_is_help=True
@@ -79,14 +85,34 @@ def _fail(exc: SitekeepError) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _open() -> SecretStore:
+def _settings() -> Settings:
     try:
-        settings = Settings()
+        return Settings()
     except ValidationError as exc:  # named, not printed: pydantic's text echoes the input
         where = ".".join(str(part) for part in exc.errors()[0]["loc"])
         typer.echo(f"error: bad setting SITEKEEP_{where.upper()}", err=True)
         raise typer.Exit(2) from exc
-    return SecretStore(settings.database, Cipher(KeyFile(settings.key_file, settings.master_key)))
+
+
+def _operator(tenant: str) -> Principal:
+    return Principal(tenant, "cli", "admin")
+
+
+async def _on_service(use: Callable[[Service], Awaitable[T]]) -> T:
+    from sitekeep.service import Service
+
+    service = Service.from_settings(_settings())
+    try:
+        return await use(service)
+    finally:
+        await service.aclose()
+
+
+def _run(use: Callable[[Service], Awaitable[T]]) -> T:
+    try:
+        return anyio.run(_on_service, use)
+    except SitekeepError as exc:
+        raise _fail(exc) from exc
 
 
 @secret_app.command("set")
@@ -106,27 +132,18 @@ def set_secret(
         )
     try:
         values = parse_values(sys.stdin.read())
-        store = _open()
-        try:
-            info = store.put_sync(tenant, name, description, host or [], values)
-        finally:
-            store.close()
     except SitekeepError as exc:
         raise _fail(exc) from exc
+    info = _run(
+        lambda svc: svc.put_secret(_operator(tenant), name, description, host or [], values)
+    )
     typer.echo(f"saved secret {info.name} (keys: {', '.join(info.keys)})")
 
 
 @secret_app.command("list")
 def list_secrets(tenant: Tenant) -> None:
     """The tenant's secrets: name, description, hosts and key names (never values)."""
-    try:
-        store = _open()
-        try:
-            infos = store.list_sync(tenant)
-        finally:
-            store.close()
-    except SitekeepError as exc:
-        raise _fail(exc) from exc
+    infos = _run(lambda svc: svc.list_secrets(_operator(tenant)))
     if not infos:
         typer.echo(f"no secrets in tenant {tenant}")
         return
@@ -142,18 +159,14 @@ def delete_secret(
 ) -> None:
     """Delete a secret."""
     try:
-        store = _open()
-        try:
-            deleted = store.delete_sync(tenant, name)
-        finally:
-            store.close()
-    except SitekeepError as exc:
-        raise _fail(exc) from exc
-    if not deleted:
+        anyio.run(_on_service, lambda svc: svc.delete_secret(_operator(tenant), name))
+    except NotFound as exc:
         typer.echo(
             f"error: no secret named {name!r} in tenant {tenant} "
             f"(see: sitekeep secret list --tenant {tenant})",
             err=True,
         )
-        raise typer.Exit(2)
+        raise typer.Exit(2) from exc
+    except SitekeepError as exc:
+        raise _fail(exc) from exc
     typer.echo(f"deleted secret {name}")

@@ -15,7 +15,19 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from sitekeep.model import BrowserKind
+
 __all__ = ["Settings"]
+
+
+def _pool_size(text: str) -> int:
+    if not text.isdigit() or int(text) > 16:
+        raise ValueError("a pool size is a whole number from 0 to 16")
+    return int(text)
+
+
+def _default_pool() -> dict[BrowserKind, int]:
+    return {"chromium": 1}
 
 
 def _default_data_dir() -> Path:
@@ -39,9 +51,11 @@ class Settings(BaseSettings):
     cache_dir: Path = Field(default_factory=_default_cache_dir)
     """What can be made again and holds no user data: Firefox profile templates."""
     session_store: str | None = None
-    """Session store URL: ``sqlite:///path`` (default, in the data dir) or ``memory://``."""
+    """Session store URL: ``sqlite:///path`` (default, in the data dir), ``memory://``,
+    ``redis://host:6379/0[?prefix=sitekeep:]`` (several replicas) or ``postgresql://…``."""
     database_url: str | None = None
-    """SQL database for tokens: ``sqlite:///path`` (default, in the data dir)."""
+    """SQL database for tokens, secrets and the run ledger: ``sqlite:///path`` (default, in
+    the data dir) or ``postgresql://user@host/db`` (several replicas)."""
     webdriver_url: str | None = None
     """A WebDriver server with BiDi (a Selenium Grid…); unset, sitekeep runs chromedriver."""
     browser_args: Annotated[tuple[str, ...], NoDecode] = ()
@@ -64,8 +78,23 @@ class Settings(BaseSettings):
     snapshot_cap: int = Field(default=1_000_000, gt=0)
     session_ttl: float = Field(default=24 * 3600.0, gt=0)
     history_cap: int = Field(default=100, gt=0)
-    warm_browsers: int = Field(default=1, ge=0, le=16)
-    """Started, never-used browsers kept ready for fast opens (SPEC §13 warm pool)."""
+    warm_browsers: Annotated[dict[BrowserKind, int], NoDecode] = Field(
+        default_factory=_default_pool
+    )
+    """Started, never-used browsers kept ready per kind (SPEC §13 warm pool):
+    ``chromium:2,firefox:1``, or one number for Chromium alone."""
+    max_sessions_per_tenant: int | None = Field(default=None, ge=1)
+    """Live browsers one tenant may have at once, over every replica (unset: no cap)."""
+    max_sessions: int | None = Field(default=None, ge=1)
+    """Live browsers at once, over every tenant and replica (unset: no cap)."""
+    browser_idle: float = Field(default=15 * 60.0, gt=0)
+    """The reaper closes a session's browser unused this long (its session stays)."""
+    reap_interval: float = Field(default=60.0, gt=0)
+    """Seconds between two passes of each replica's reaper."""
+    lock_ttl: float = Field(default=30.0, gt=0)
+    """Seconds a Redis session lock outlives its holder's last renewal."""
+    lock_wait: float = Field(default=120.0, ge=0)
+    """Seconds a call waits for a session another call holds, then 409 session_busy."""
     host: str = "127.0.0.1"
     port: int = Field(default=8700, ge=1, le=65535)
     journal_url: str | None = None
@@ -73,6 +102,25 @@ class Settings(BaseSettings):
     ``redis://host:port/db?prefix=…&replicas=N`` (Redis Streams, for several replicas)."""
     journal_max_record: int = Field(default=16 * 1024 * 1024, ge=4096)
     """The largest journal record, in bytes; a larger one is never written."""
+
+    @field_validator("warm_browsers", mode="before")
+    @classmethod
+    def _pool_sizes(cls, value: object) -> object:
+        """``"2"`` → ``{chromium: 2}``; ``"chromium:2,firefox:1"`` → both; each 0–16."""
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        if text.isdigit():
+            return {"chromium": _pool_size(text)}
+        sizes: dict[str, int] = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            kind, sep, count = part.partition(":")
+            if not sep or kind.strip() not in ("chromium", "firefox"):
+                raise ValueError("write chromium:N,firefox:N (or one number, for Chromium)")
+            sizes[kind.strip()] = _pool_size(count.strip())
+        return sizes
 
     @field_validator("browser_args", mode="before")
     @classmethod

@@ -14,6 +14,7 @@ them to status codes in one table (``sitekeep.api.errors``)::
     ├── Conflict                409  the resource is in a state that forbids the call
     │   ├── NoHistoryEntry      409  back()/forward() with nowhere to go
     │   ├── StaleRef            409  a ref from an old snapshot: snapshot again
+    │   ├── SessionBusy         409  another call held the session too long: try again
     │   ├── AssertionFailed     409  a flow's assert_text did not find its text
     │   └── JournalConflict     409  another writer moved the session's journal on
     ├── CapacityExceeded        429  a cap was reached (``scope``)
@@ -46,6 +47,7 @@ __all__ = [
     "NotFound",
     "RecordTooLarge",
     "SecretNotAllowed",
+    "SessionBusy",
     "SitekeepError",
     "SnapshotTooLarge",
     "StaleRef",
@@ -163,6 +165,21 @@ class StaleRef(Conflict):
         self.ref = ref
 
 
+class SessionBusy(Conflict):
+    """Another call (in this or another process or replica) held the session for longer
+    than this one could wait; nothing was done.
+
+    Attributes:
+        waited: seconds this call waited.
+    """
+
+    type_name = "session_busy"
+
+    def __init__(self, waited: float) -> None:
+        super().__init__(f"the session is busy with another call (waited {waited:g} s): try again")
+        self.waited = waited
+
+
 class AssertionFailed(Conflict):
     """A flow's ``assert_text`` did not find its text on the page."""
 
@@ -203,13 +220,15 @@ class CapacityExceeded(SitekeepError):
 
     Attributes:
         scope: ``tenant`` or ``global``.
+        cap: the cap that was reached, when one number is to blame.
     """
 
     type_name = "capacity_exceeded"
 
-    def __init__(self, message: str, *, scope: str) -> None:
+    def __init__(self, message: str, *, scope: str, cap: int | None = None) -> None:
         super().__init__(message)
         self.scope = scope
+        self.cap = cap
 
 
 class StoreUnavailable(SitekeepError):

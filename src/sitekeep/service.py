@@ -11,45 +11,73 @@ owner's per-host view (:meth:`Service.site_data_host`).
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
+import contextvars
 import logging
+import os
 import secrets
+import socket
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote_plus
 
+import anyio
 from pydantic import ValidationError
 
 from sitekeep import history as hist
-from sitekeep import sitedata
+from sitekeep import reaping, sitedata
 from sitekeep.admin import Admin
+from sitekeep.auth import Authenticator
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.manager import BrowserManager
 from sitekeep.browser.restore import restore
 from sitekeep.browser.save import save_read
 from sitekeep.config import Settings
-from sitekeep.errors import Forbidden, InvalidInput, NotFound, SitekeepError, StoreUnavailable
+from sitekeep.errors import (
+    CapacityExceeded,
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    SessionBusy,
+    SitekeepError,
+    StoreUnavailable,
+)
 from sitekeep.flows import run_steps
 from sitekeep.model import (
     RECORD_JSON,
     SITE_DATA_JSON,
     BrowserKind,
+    BrowserRef,
     Principal,
+    Role,
     SessionRecord,
     SiteData,
 )
 from sitekeep.operations import HANDLERS, Call
 from sitekeep.policy import check_key, check_url
+from sitekeep.secrets import SecretInfo
 from sitekeep.steps import parse_args, parse_steps
-from sitekeep.stores import SessionStore, open_session_store
+from sitekeep.stores import SessionLocks, SessionStore, open_database, open_sessions
+from sitekeep.stores.base import ClosedReason, Run, RunLedger, SecretStore, TokenStore
 from sitekeep.stores.cipher import Cipher, KeyFile
-from sitekeep.stores.secrets import SecretStore
+from sitekeep.stores.database import Database
+from sitekeep.stores.health import database_health, session_store_health
+from sitekeep.stores.runs import SqlRunLedger
+from sitekeep.stores.secrets import SqlSecretStore
+from sitekeep.stores.tokens import SqlTokenStore
+from sitekeep.vault import Vault
 
 __all__ = ["Service"]
 
 log = logging.getLogger(__name__)
+
+_REVISIONS: contextvars.ContextVar[dict[tuple[str, str], int] | None] = contextvars.ContextVar(
+    "sitekeep_revisions", default=None
+)
+"""Inside a seam: the revision of each session record the call read (0: absent)."""
 
 _KINDS: tuple[BrowserKind, ...] = ("chromium", "firefox")
 INSECURE_HINT = (
@@ -58,25 +86,68 @@ INSECURE_HINT = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class Stores:
+    """Every store a service uses, opened from the settings' URLs (SPEC §13)."""
+
+    sessions: SessionStore
+    locks: SessionLocks
+    database: Database
+    tokens: TokenStore
+    secrets: SecretStore
+    runs: RunLedger
+
+    @classmethod
+    def open(cls, settings: Settings, clock: Callable[[], float] = time.time) -> Stores:
+        """Open (and upgrade to the newest schema) the database and the session store.
+
+        Raises:
+            InvalidInput: a store URL naming no known backend (field: its setting).
+            StoreUnavailable: a store cannot be reached or upgraded.
+        """
+        database = open_database(settings.database)
+        try:
+            sessions, locks = open_sessions(
+                settings.session_store_url, clock, lock_ttl=settings.lock_ttl
+            )
+        except BaseException:
+            database.dispose()
+            raise
+        return cls(
+            sessions,
+            locks,
+            database,
+            SqlTokenStore(database),
+            SqlSecretStore(database),
+            SqlRunLedger(database),
+        )
+
+    async def aclose(self) -> None:
+        await self.locks.aclose()
+        await self.sessions.aclose()
+        self.database.dispose()
+
+
 class Service:
-    """sitekeep's use cases over a session store, a cipher and a browser manager."""
+    """sitekeep's use cases over the stores, a cipher and a browser manager."""
 
     def __init__(
         self,
         settings: Settings,
-        store: SessionStore,
+        stores: Stores,
         cipher: Cipher,
         browsers: BrowserManager,
-        secrets: SecretStore,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
-        self._store = store
+        self.stores = stores
+        self._store = stores.sessions
         self._cipher = cipher
         self.browsers = browsers
-        self.secrets = secrets
+        self.secrets = Vault(stores.secrets, cipher, clock)
+        self.auth = Authenticator(stores.tokens, clock)
         self._clock = clock
-        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self.replica = f"{socket.gethostname()}:{os.getpid()}"
         self.admin = Admin(self)
         """The admin use cases (SPEC §11), behind :meth:`require_admin`."""
 
@@ -84,15 +155,13 @@ class Service:
     def from_settings(cls, settings: Settings, clock: Callable[[], float] = time.time) -> Service:
         """Open the stores, load (or generate) the master key, prepare the browsers."""
         cipher = Cipher(KeyFile(settings.key_file, settings.master_key))
-        store = open_session_store(settings.session_store_url, clock)
-        secrets = SecretStore(settings.database, cipher, clock)
-        return cls(settings, store, cipher, BrowserManager(settings), secrets, clock)
+        stores = Stores.open(settings, clock)
+        return cls(settings, stores, cipher, BrowserManager(settings), clock)
 
     async def aclose(self) -> None:
         """Close sockets and store connections; browsers live on (SPEC §2)."""
         await self.browsers.aclose()
-        await self._store.aclose()
-        self.secrets.close()
+        await self.stores.aclose()
 
     # -- storage of records and snapshots -------------------------------------------------
 
@@ -105,11 +174,15 @@ class Service:
         return f"site-data/{tenant}/{key}"
 
     async def _load(self, tenant: str, key: str) -> SessionRecord | None:
-        raw = await self._store.get(self._record_key(tenant, key))
-        if raw is None:
+        """The record, or None; inside a seam, its revision is kept for :meth:`_put`."""
+        found = await self._store.read(self._record_key(tenant, key))
+        revisions = _REVISIONS.get()
+        if revisions is not None:
+            revisions[(tenant, key)] = found.revision if found else 0
+        if found is None:
             return None
         try:
-            return RECORD_JSON.validate_json(raw)
+            return RECORD_JSON.validate_json(found.value)
         except ValidationError as exc:
             raise StoreUnavailable(f"session {key!r} is stored in an unreadable form") from exc
 
@@ -120,11 +193,31 @@ class Service:
         return record
 
     async def _put(self, record: SessionRecord) -> None:
+        """Write the record — only over the revision this call read (SPEC §13: a replica
+        whose lock ran out never overwrites a newer record) — and move its snapshot's
+        expiry with it (first: a failed write then leaves only a longer-lived snapshot).
+
+        Raises:
+            Conflict: another call wrote the record since this one read it; nothing was
+                written.
+        """
         ttl = self.settings.session_ttl
-        await self._store.set(
-            self._record_key(record.tenant, record.key), RECORD_JSON.dump_json(record), ttl=ttl
+        ident = (record.tenant, record.key)
+        revisions = _REVISIONS.get()
+        assert revisions is not None, "a session record is written only inside a seam"
+        await self._store.expire(self._snapshot_key(*ident), ttl)
+        written = await self._store.write(
+            self._record_key(*ident),
+            RECORD_JSON.dump_json(record),
+            ttl=ttl,
+            revision=revisions.get(ident, 0),
         )
-        await self._store.expire(self._snapshot_key(record.tenant, record.key), ttl)
+        if written is None:
+            raise Conflict(
+                f"session {record.key!r} was changed by another call meanwhile (this call's "
+                "lock had run out); nothing was written: try again"
+            )
+        revisions[ident] = written
 
     async def _load_snapshot(self, tenant: str, key: str) -> SiteData | None:
         sealed = await self._store.get(self._snapshot_key(tenant, key))
@@ -141,9 +234,6 @@ class Service:
             self._snapshot_key(tenant, key), sealed, ttl=self.settings.session_ttl
         )
 
-    def _lock(self, tenant: str, key: str) -> asyncio.Lock:
-        return self._locks.setdefault((tenant, key), asyncio.Lock())
-
     # -- the seam -------------------------------------------------------------------------
 
     async def _seam(
@@ -156,9 +246,30 @@ class Service:
     ) -> dict[str, Any]:
         """The one seam every browser-affecting call passes through: the session's lock
         held, ``op`` and ``args`` naming the call (``args`` never holds a value). The
-        journal (SPEC §8) wraps it: a begin record before ``body``, a finish after."""
-        async with self._lock(who.tenant, check_key(key)):
+        journal (SPEC §8) wraps it: a begin record before ``body``, a finish after.
+
+        The lock is shared by every process and replica on the same session store
+        (:mod:`sitekeep.stores.locks`): one call at a time per session, one browser per
+        session.
+
+        Raises:
+            SessionBusy: another call held the session past ``SITEKEEP_LOCK_WAIT``.
+        """
+        async with self._held(who.tenant, check_key(key)):
             return await body()
+
+    @contextlib.asynccontextmanager
+    async def _held(
+        self, tenant: str, key: str, *, wait: float | None = None
+    ) -> AsyncIterator[None]:
+        """The session's lock held, and a fresh table of the revisions this call reads."""
+        wait = self.settings.lock_wait if wait is None else wait
+        async with self.stores.locks.hold(f"{tenant}/{key}", wait=wait):
+            token = _REVISIONS.set({})
+            try:
+                yield
+            finally:
+                _REVISIONS.reset(token)
 
     async def _drive(self, who: Principal, key: str, op: str, args: Any) -> dict[str, Any]:
         """Run one operation (``operations.HANDLERS[op]``) in the session's live browser,
@@ -228,7 +339,7 @@ class Service:
         """The session's live browser; a gone one is reopened silently with a restore whose
         report waits in ``record.reopened`` for the first result (SPEC §3)."""
         if record.browser is not None:
-            live = await self.browsers.attach(record.browser)
+            live = await self._attach(record.browser)
             if live is not None:
                 return live, record
         live, report = await self._new_browser(record, land=record.url, restore_data=True)
@@ -239,11 +350,90 @@ class Service:
     async def _new_browser(
         self, record: SessionRecord, *, land: str | None, restore_data: bool
     ) -> tuple[LiveBrowser, dict[str, Any] | None]:
-        live = await self.browsers.start(record.kind, insecure=record.insecure)
+        """A new browser for the session, its run in the ledger: reserved under the caps
+        before the browser starts, and where it runs recorded before anything loads in it.
+
+        Raises:
+            CapacityExceeded: a cap is reached; no browser was started.
+            StoreUnavailable: the ledger cannot be reached; no browser is left running.
+        """
+        run = await self._reserve(record)
+        try:
+            live = await self.browsers.start(record.kind, insecure=record.insecure)
+        except BaseException:
+            await self._ledger(
+                self.stores.runs.close_run(run.id, at=self._clock(), reason="crashed")
+            )
+            raise
+        try:
+            await self.stores.runs.started(run.id, live.ref.endpoint, live.ref.session_id)
+        except BaseException:
+            await self._release(live.ref, "crashed")
+            raise
         try:
             return live, await self._fill_new_browser(live, record, land, restore_data)
         finally:
             self.browsers.replenish()
+
+    async def _reserve(self, record: SessionRecord) -> Run:
+        """A run for a new browser of ``record``'s session, under the caps (SPEC §13),
+        counted over every replica; this session's own runs do not count.
+
+        Raises:
+            CapacityExceeded: ``scope`` tenant or global.
+        """
+        settings = self.settings
+        run = Run(
+            id=secrets.token_hex(12),
+            tenant=record.tenant,
+            session=record.key,
+            browser=record.kind,
+            opened_at=self._clock(),
+            replica=self.replica,
+        )
+        full = await self.stores.runs.reserve(
+            run, per_tenant=settings.max_sessions_per_tenant, total=settings.max_sessions
+        )
+        if full == "tenant":
+            cap = settings.max_sessions_per_tenant
+            raise CapacityExceeded(
+                f"this tenant has {cap} live browsers, its cap (SITEKEEP_MAX_SESSIONS_PER_TENANT):"
+                " close one (DELETE /v1/sessions/{key}/browser) and try again",
+                scope="tenant",
+                cap=cap,
+            )
+        if full == "global":
+            cap = settings.max_sessions
+            raise CapacityExceeded(
+                f"sitekeep runs {cap} live browsers, its cap (SITEKEEP_MAX_SESSIONS): try again"
+                " later",
+                scope="global",
+                cap=cap,
+            )
+        return run
+
+    async def _attach(self, ref: BrowserRef) -> LiveBrowser | None:
+        """The live browser ``ref`` names, or None — then its run is closed as crashed
+        (a no-op when a close or the reaper came first)."""
+        live = await self.browsers.attach(ref)
+        if live is None:
+            await self._ledger(
+                self.stores.runs.close(ref.session_id, at=self._clock(), reason="crashed")
+            )
+        return live
+
+    async def _release(self, ref: BrowserRef, reason: ClosedReason) -> None:
+        """End a browser, then close its run: the browser is released first, and a ledger
+        that fails is logged, never in the way (SPEC §13)."""
+        await self.browsers.close(ref)
+        await self._ledger(self.stores.runs.close(ref.session_id, at=self._clock(), reason=reason))
+
+    @staticmethod
+    async def _ledger(write: Awaitable[object]) -> None:
+        try:
+            await write
+        except StoreUnavailable as exc:
+            log.warning("the run ledger missed a close: %s", exc.message)
 
     async def _fill_new_browser(
         self, live: LiveBrowser, record: SessionRecord, land: str | None, restore_data: bool
@@ -367,11 +557,11 @@ class Service:
         """The live browser to keep using, or None (after closing one that cannot stay)."""
         if record.browser is None:
             return None
-        live = await self.browsers.attach(record.browser)
+        live = await self._attach(record.browser)
         if live is None:
             return None
         if fresh or record.browser.kind != kind or record.browser.insecure != insecure:
-            await self.browsers.close(record.browser)
+            await self._release(record.browser, "closed")
             return None
         return live
 
@@ -567,11 +757,12 @@ class Service:
         ended = 0
         for store_key in await self._store.keys("session/"):
             _, tenant, key = store_key.split("/", 2)
-            record = await self._load(tenant, key)
-            if record is None or record.browser is None:
-                continue
-            await self.browsers.close(record.browser)
-            await self._put(replace(record, browser=None))
+            async with self._held(tenant, key):
+                record = await self._load(tenant, key)
+                if record is None or record.browser is None:
+                    continue
+                await self._release(record.browser, "closed")
+                await self._put(replace(record, browser=None))
             ended += 1
         await self.browsers.end_pools()
         self.browsers.stop_local_drivers()
@@ -583,17 +774,6 @@ class Service:
         record = await self._require(who, key)
         return await self.browsers.attach(record.browser) if record.browser else None
 
-    @staticmethod
-    def require_admin(who: Principal, what: str) -> Principal:
-        """``who`` when its role is admin — the one admin gate (SPEC §11).
-
-        Raises:
-            Forbidden: a member's token.
-        """
-        if who.role != "admin":
-            raise Forbidden(f"{what} needs an admin token (sitekeep token create --admin)")
-        return who
-
     async def record(self, who: Principal, key: str) -> SessionRecord:
         """The session record (history included) — the admin surface, not the agent's."""
         return await self._require(who, key)
@@ -604,7 +784,7 @@ class Service:
         async def body() -> dict[str, Any]:
             record = await self._require(who, key)
             if record.browser is not None:
-                await self.browsers.close(record.browser)
+                await self._release(record.browser, "closed")
             await self._put(replace(record, browser=None, last_used_at=self._clock()))
             return {"key": key, "closed": record.browser is not None}
 
@@ -616,7 +796,7 @@ class Service:
         async def body() -> dict[str, Any]:
             record = await self._require(who, key)
             if record.browser is not None:
-                await self.browsers.close(record.browser)
+                await self._release(record.browser, "closed")
             await self._store.delete(
                 self._record_key(who.tenant, key), self._snapshot_key(who.tenant, key)
             )
@@ -658,6 +838,142 @@ class Service:
             raise NotFound("site", site)
         return {"key": key, **sitedata.host_view(snapshot, site)}
 
+    # -- tokens, secrets, runs: the facades reach the stores only through these -----------
+
+    @staticmethod
+    async def store_health(settings: Settings) -> tuple[tuple[bool, str], tuple[bool, str]]:
+        """Whether the database and the session store can be reached and read, each with a
+        line for a person — changing nothing (``sitekeep doctor``)."""
+        database = await anyio.to_thread.run_sync(database_health, settings.database)
+        return database, await session_store_health(settings.session_store_url)
+
+    async def authenticate(self, authorization: str | None) -> Principal:
+        """Who an ``Authorization: Bearer <token>`` header value stands for (the one
+        parser of it, for HTTP, MCP over HTTP and the CLI).
+
+        Raises:
+            Unauthorized: no bearer token, or an unknown one.
+            StoreUnavailable: the token database cannot be reached.
+        """
+        return await self.auth.principal(authorization)
+
+    async def create_token(self, tenant: str, subject: str, role: Role) -> str:
+        """A new bearer token (shown this once; stored as its SHA-256).
+
+        Raises:
+            InvalidInput: a tenant or subject outside ``[A-Za-z0-9-_.@]``, 1–128 chars.
+        """
+        return await self.auth.create(tenant, subject, role)
+
+    @staticmethod
+    def require_admin(who: Principal, what: str) -> Principal:
+        """``who`` when its role is admin — the one admin gate (SPEC §11).
+
+        Raises:
+            Forbidden: a member's token.
+        """
+        if who.role != "admin":
+            raise Forbidden(f"{what} needs an admin token (sitekeep token create --admin)")
+        return who
+
+    async def put_secret(
+        self,
+        who: Principal,
+        name: str,
+        description: str,
+        hosts: Sequence[str],
+        values: Mapping[str, str],
+    ) -> SecretInfo:
+        """Create or replace a secret of the caller's tenant (admin; SPEC §7)."""
+        self.require_admin(who, "managing secrets")
+        return await self.secrets.put(who.tenant, name, description, hosts, values)
+
+    async def list_secrets(self, who: Principal) -> list[SecretInfo]:
+        """The tenant's secrets, without values."""
+        return await self.secrets.list(who.tenant)
+
+    async def get_secret(self, who: Principal, name: str) -> SecretInfo:
+        """One secret's info. Raises: NotFound."""
+        return await self.secrets.get_info(who.tenant, name)
+
+    async def delete_secret(self, who: Principal, name: str) -> None:
+        """Delete a secret (admin). Raises: NotFound when the tenant has none of that name."""
+        self.require_admin(who, "managing secrets")
+        if not await self.secrets.delete(who.tenant, name):
+            raise NotFound("secret", name)
+
+    async def runs(
+        self, who: Principal | None, *, open_only: bool = True, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        """The run ledger, newest first (SPEC §13): the caller's tenant (admin), or every
+        tenant for ``who=None`` (the operator's CLI).
+
+        Returns:
+            ``[{id, tenant, session, browser, where: {endpoint, session_id}, replica,
+            opened_at, closed_at, closed_reason}]``.
+
+        Raises:
+            Forbidden: a member's token. InvalidInput: ``limit`` outside 1–1000.
+        """
+        if who is not None:
+            self.require_admin(who, "the run ledger")
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be from 1 to 1000", field="limit")
+        tenant = who.tenant if who is not None else None
+        return [
+            _run_json(run)
+            for run in await self.stores.runs.list(tenant, open_only=open_only, limit=limit)
+        ]
+
+    async def reap(self) -> dict[str, int]:
+        """One pass of the reaper (SPEC §13) over every open run of every replica: a run
+        whose session expired, that no session owns any more (a replica died opening it),
+        or whose browser idled past ``browser_idle`` is ended — browser first, then the
+        row. A session in use (its lock held) is left alone.
+
+        Returns:
+            How many runs were closed, by reason.
+        """
+        counts: dict[str, int] = {}
+        for run in await self.stores.runs.open_runs():
+            try:
+                async with self._held(run.tenant, run.session, wait=0):
+                    reason = await self._reap_run(run)
+            except SessionBusy:
+                continue
+            except StoreUnavailable as exc:
+                log.warning("the reaper skipped a run: %s", exc.message)
+                continue
+            if reason is not None:
+                counts[reason] = counts.get(reason, 0) + 1
+        return counts
+
+    async def run_reaper(self) -> None:
+        """Reap every ``reap_interval`` seconds until cancelled (each ``sitekeep serve``
+        runs one; every replica's reaper may end any replica's runs)."""
+        while True:
+            await anyio.sleep(self.settings.reap_interval)
+            try:
+                reaped = await self.reap()
+            except Exception:  # the next pass tries again; a reaper never takes serve down
+                log.exception("a reaper pass failed")
+                continue
+            if reaped:
+                log.info("reaper: %s", ", ".join(f"{n} {why}" for why, n in sorted(reaped.items())))
+
+    async def _reap_run(self, run: Run) -> ClosedReason | None:
+        record = await self._load(run.tenant, run.session)
+        reason = reaping.verdict(run, record, now=self._clock(), idle=self.settings.browser_idle)
+        if reason is None:
+            return None
+        if run.endpoint and run.webdriver_session:
+            await self.browsers.end(run.endpoint, run.webdriver_session)
+        owned = record is not None and reaping.owns(record, run)
+        if owned and record is not None:
+            await self._put(replace(record, browser=None))
+        await self._ledger(self.stores.runs.close_run(run.id, at=self._clock(), reason=reason))
+        return reason
+
 
 def _landing(page: PageInfo, withheld: bool) -> dict[str, Any]:
     """``{url, title}`` of where a call landed, or the title alone with ``url_withheld``."""
@@ -673,6 +989,20 @@ def _appears_in(value: str, url: str) -> bool:
         return False
     forms = {value, quote(value, safe=""), quote_plus(value), quote(value)}
     return any(form in url for form in forms) or value in unquote_plus(url)
+
+
+def _run_json(run: Run) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "tenant": run.tenant,
+        "session": run.session,
+        "browser": run.browser,
+        "where": {"endpoint": run.endpoint, "session_id": run.webdriver_session},
+        "replica": run.replica,
+        "opened_at": run.opened_at,
+        "closed_at": run.closed_at,
+        "closed_reason": run.closed_reason,
+    }
 
 
 def _redacted(op: str, args: Any) -> dict[str, Any]:

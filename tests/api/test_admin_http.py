@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import FastAPI
 
 from sitekeep.model import (
     Cookie,
@@ -25,7 +24,6 @@ from sitekeep.model import (
     SiteData,
 )
 from sitekeep.service import Service
-from sitekeep.stores.sql import TokenStore
 from support import WHO, Api, ApiFactory
 
 pytestmark = pytest.mark.anyio
@@ -99,6 +97,7 @@ async def seed(
     )
 
     async def body() -> dict[str, Any]:
+        await service._load(WHO.tenant, key)  # the revision a write goes over
         await service._put(record)
         if snapshot is not None:
             await service._put_snapshot(WHO.tenant, key, snapshot)
@@ -110,12 +109,10 @@ async def seed(
 @pytest.fixture
 async def admin(make_api: ApiFactory) -> AsyncIterator[Admin]:
     api: Api = await make_api()
-    app: FastAPI = api.http._transport.app  # type: ignore[attr-defined]
-    tokens: TokenStore = app.state.tokens
     bearer = {
-        "admin": tokens.create(WHO.tenant, "boss", "admin"),
-        "member": tokens.create(WHO.tenant, "agent", "member"),
-        "intruder": tokens.create("t2", "intruder", "admin"),
+        "admin": await api.service.create_token(WHO.tenant, "boss", "admin"),
+        "member": await api.service.create_token(WHO.tenant, "agent", "member"),
+        "intruder": await api.service.create_token("t2", "intruder", "admin"),
     }
     headers = {who: {"Authorization": f"Bearer {t}"} for who, t in bearer.items()}
     headers["nobody"] = {"Authorization": "Bearer sk_unknown"}

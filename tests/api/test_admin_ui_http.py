@@ -13,12 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import FastAPI
 
 from sitekeep.admin import SIGN_IN_TTL
 from sitekeep.model import Principal
 from sitekeep.service import Service
-from sitekeep.stores.sql import TokenStore
 from support import WHO, Api, ApiFactory
 
 from .test_admin_http import HISTORY, SNAPSHOT, seed
@@ -59,16 +57,14 @@ class Ui:
 @pytest.fixture
 async def ui(make_api: ApiFactory) -> AsyncIterator[Ui]:
     api: Api = await make_api()
-    app: FastAPI = api.http._transport.app  # type: ignore[attr-defined]
-    tokens: TokenStore = app.state.tokens
     await seed(api.service, "s1", HISTORY, SNAPSHOT)
     http = httpx.AsyncClient(transport=api.http._transport, base_url=OWN)
     yield Ui(
         http,
         api.service,
-        admin=tokens.create(WHO.tenant, "boss", "admin"),
-        member=tokens.create(WHO.tenant, "agent", "member"),
-        intruder=tokens.create("t2", "intruder", "admin"),
+        admin=await api.service.create_token(WHO.tenant, "boss", "admin"),
+        member=await api.service.create_token(WHO.tenant, "agent", "member"),
+        intruder=await api.service.create_token("t2", "intruder", "admin"),
     )
     await http.aclose()
 

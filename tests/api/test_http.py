@@ -6,7 +6,6 @@ import httpx
 import pytest
 
 from fixtures.sites import Sites
-from sitekeep.stores.sql import TokenStore
 from support import Api
 
 pytestmark = pytest.mark.anyio
@@ -91,8 +90,7 @@ async def test_navigate_without_a_url_is_400(api: Api) -> None:
 @pytest.mark.e2e
 async def test_one_tenant_never_sees_another_tenants_session(api: Api, sites: Sites) -> None:
     await api.open(key="shared-name", url=sites.url("app.example.test"))
-    tokens: TokenStore = api.http._transport.app.state.tokens  # type: ignore[attr-defined]
-    other = tokens.create("t2", "intruder", "admin")
+    other = await api.service.create_token("t2", "intruder", "admin")
     headers = {"Authorization": f"Bearer {other}"}
     for method, path in (
         ("GET", "/v1/sessions/shared-name"),

@@ -17,8 +17,7 @@ from fastapi import FastAPI
 from starlette.routing import NoMatchFound
 
 from sitekeep.config import Settings
-from sitekeep.stores.secrets import SecretStore
-from sitekeep.stores.sql import TokenStore
+from sitekeep.vault import Vault
 from support import WHO, Api, ApiFactory
 
 pytestmark = pytest.mark.anyio
@@ -65,10 +64,8 @@ class Secrets:
 @pytest.fixture
 async def secrets(make_api: ApiFactory, settings: Settings) -> AsyncIterator[Secrets]:
     api: Api = await make_api()
-    app: FastAPI = api.http._transport.app  # type: ignore[attr-defined]
-    tokens: TokenStore = app.state.tokens
-    admin = tokens.create(WHO.tenant, "boss", "admin")
-    intruder = tokens.create("t2", "intruder", "admin")
+    admin = await api.service.create_token(WHO.tenant, "boss", "admin")
+    intruder = await api.service.create_token("t2", "intruder", "admin")
     yield Secrets(
         api.http,
         admin={"Authorization": f"Bearer {admin}"},
@@ -83,7 +80,7 @@ def assert_no_value(texts: list[str]) -> None:
 
 async def test_the_real_app_serves_the_secrets_catalogue(api: Api) -> None:
     app: FastAPI = api.http._transport.app  # type: ignore[attr-defined]
-    assert isinstance(getattr(app.state, "secrets", None), SecretStore)
+    assert isinstance(api.service.secrets, Vault)
     assert _serves_secrets(app)
 
 

@@ -1,23 +1,27 @@
-"""The ``SecretStore`` contract (``sitekeep.stores.secrets``, SPEC §7, §12).
+"""The secrets catalogue (SPEC §7, §12): the vault's rules over the ``SecretStore`` port,
+and the port itself, on every SQL backend (memory, SQLite, the real PostgreSQL).
 
-Run on a real SQLite file per test. To add a backend (``postgresql://``), add its URL maker
-to ``BACKENDS``; the byte-level checks (``test_the_database_files_hold_no_value``, the moved
-blob) read and write the SQLite file directly and need their own way in for another backend.
+The byte-level checks (no value in the database, a moved blob, tampered clear columns) read
+and write the rows behind the vault's back, through the same database.
 """
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from sitekeep.errors import InvalidInput, NotFound, StoreUnavailable
 from sitekeep.secrets import SecretInfo
+from sitekeep.stores import open_database, schema
+from sitekeep.stores.base import SecretRow
 from sitekeep.stores.cipher import Cipher
-from sitekeep.stores.secrets import SecretStore
+from sitekeep.stores.database import Database
+from sitekeep.stores.secrets import SqlSecretStore
+from sitekeep.vault import Vault
+
+from .conftest import SQL_BACKENDS, ids
 
 KEY = bytes(range(32))
 USER = "dummy-user-c01d"
@@ -28,9 +32,7 @@ GITHUB: dict[str, Any] = {
     "values": {"username": USER, "password": PASS},
 }
 
-BACKENDS: dict[str, Callable[[Path], str]] = {
-    "sqlite": lambda tmp: f"sqlite:///{tmp}/sitekeep.db",
-}
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("backend", SQL_BACKENDS, ids=ids)]
 
 
 class Clock:
@@ -43,30 +45,23 @@ class Clock:
         return self.now
 
 
-@pytest.fixture(params=sorted(BACKENDS))
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return BACKENDS[request.param](tmp_path)
-
-
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
 
 
 @pytest.fixture
-def store(url: str, clock: Clock) -> Iterator[SecretStore]:
-    opened = SecretStore(url, Cipher(KEY), clock)
-    yield opened
-    opened.close()
+def store(database: Database, clock: Clock) -> Vault:
+    return Vault(SqlSecretStore(database), Cipher(KEY), clock)
 
 
-def put(store: SecretStore, name: str = "github", tenant: str = "t1", **over: Any) -> SecretInfo:
+async def put(store: Vault, name: str = "github", tenant: str = "t1", **over: Any) -> SecretInfo:
     args = {**GITHUB, **over}
-    return store.put_sync(tenant, name, args["description"], args["hosts"], args["values"])
+    return await store.put(tenant, name, args["description"], args["hosts"], args["values"])
 
 
-def test_put_answers_the_info_and_never_the_values(store: SecretStore, clock: Clock) -> None:
-    info = put(store)
+async def test_put_answers_the_info_and_never_the_values(store: Vault, clock: Clock) -> None:
+    info = await put(store)
     assert info == SecretInfo(
         name="github",
         description="the staging admin login",
@@ -77,79 +72,79 @@ def test_put_answers_the_info_and_never_the_values(store: SecretStore, clock: Cl
     assert PASS not in repr(info) and USER not in repr(info)
 
 
-def test_get_info_and_list_give_what_put_stored(store: SecretStore) -> None:
-    put(store, "zeta")
-    stored = put(store, "alpha", hosts=["App.Example.test"])
-    put(store, "mid")
-    assert store.get_info_sync("t1", "alpha") == stored
+async def test_get_info_and_list_give_what_put_stored(store: Vault) -> None:
+    await put(store, "zeta")
+    stored = await put(store, "alpha", hosts=["App.Example.test"])
+    await put(store, "mid")
+    assert await store.get_info("t1", "alpha") == stored
     assert stored.hosts == ("app.example.test",)
-    assert [info.name for info in store.list_sync("t1")] == ["alpha", "mid", "zeta"]
-    assert store.list_sync("t1")[0] == stored
+    assert [info.name for info in await store.list("t1")] == ["alpha", "mid", "zeta"]
+    assert (await store.list("t1"))[0] == stored
 
 
-def test_reveal_gives_each_value_under_its_key(store: SecretStore) -> None:
-    put(store)
-    assert store.reveal_sync("t1", "github", "username") == USER
-    assert store.reveal_sync("t1", "github", "password") == PASS
+async def test_reveal_gives_each_value_under_its_key(store: Vault) -> None:
+    await put(store)
+    assert await store.reveal("t1", "github", "username") == USER
+    assert await store.reveal("t1", "github", "password") == PASS
 
 
-def test_a_second_put_replaces_everything(store: SecretStore, clock: Clock) -> None:
-    put(store)
+async def test_a_second_put_replaces_everything(store: Vault, clock: Clock) -> None:
+    await put(store)
     clock.now += 60
-    info = put(
+    info = await put(
         store, description="rotated", hosts=["git.example.test"], values={"token": "dummy-tok"}
     )
     assert info.updated_at == clock.now
-    assert store.get_info_sync("t1", "github") == info
-    assert store.reveal_sync("t1", "github", "token") == "dummy-tok"
+    assert await store.get_info("t1", "github") == info
+    assert await store.reveal("t1", "github", "token") == "dummy-tok"
     with pytest.raises(InvalidInput):
-        store.reveal_sync("t1", "github", "password")
-    assert len(store.list_sync("t1")) == 1
+        await store.reveal("t1", "github", "password")
+    assert len(await store.list("t1")) == 1
 
 
-def test_delete_says_whether_it_existed_and_the_secret_is_gone(store: SecretStore) -> None:
-    put(store)
-    put(store, "other")
-    assert store.delete_sync("t1", "github") is True
-    assert store.delete_sync("t1", "github") is False
-    assert [info.name for info in store.list_sync("t1")] == ["other"]
+async def test_delete_says_whether_it_existed_and_the_secret_is_gone(store: Vault) -> None:
+    await put(store)
+    await put(store, "other")
+    assert await store.delete("t1", "github") is True
+    assert await store.delete("t1", "github") is False
+    assert [info.name for info in await store.list("t1")] == ["other"]
     for read in (
-        lambda: store.get_info_sync("t1", "github"),
-        lambda: store.reveal_sync("t1", "github", "password"),
+        lambda: store.get_info("t1", "github"),
+        lambda: store.reveal("t1", "github", "password"),
     ):
         with pytest.raises(NotFound) as caught:
-            read()
+            await read()
         assert (caught.value.kind, caught.value.name) == ("secret", "github")
 
 
-def test_an_unknown_secret_is_not_found(store: SecretStore) -> None:
-    assert store.list_sync("t1") == []
+async def test_an_unknown_secret_is_not_found(store: Vault) -> None:
+    assert await store.list("t1") == []
     with pytest.raises(NotFound):
-        store.get_info_sync("t1", "nope")
+        await store.get_info("t1", "nope")
     with pytest.raises(NotFound):
-        store.reveal_sync("t1", "nope", "password")
-    assert store.delete_sync("t1", "nope") is False
+        await store.reveal("t1", "nope", "password")
+    assert await store.delete("t1", "nope") is False
 
 
-def test_one_tenant_never_sees_another_tenants_secret(store: SecretStore) -> None:
-    put(store, tenant="t1")
-    assert store.list_sync("t2") == []
+async def test_one_tenant_never_sees_another_tenants_secret(store: Vault) -> None:
+    await put(store, tenant="t1")
+    assert await store.list("t2") == []
     with pytest.raises(NotFound):
-        store.get_info_sync("t2", "github")
+        await store.get_info("t2", "github")
     with pytest.raises(NotFound):
-        store.reveal_sync("t2", "github", "password")
-    assert store.delete_sync("t2", "github") is False
+        await store.reveal("t2", "github", "password")
+    assert await store.delete("t2", "github") is False
     # The same name in t2 is t2's own secret; t1's is untouched.
-    put(store, tenant="t2", values={"password": "dummy-t2-pass"})
-    assert store.reveal_sync("t2", "github", "password") == "dummy-t2-pass"
-    assert store.reveal_sync("t1", "github", "password") == PASS
-    assert store.get_info_sync("t2", "github").keys == ("password",)
+    await put(store, tenant="t2", values={"password": "dummy-t2-pass"})
+    assert await store.reveal("t2", "github", "password") == "dummy-t2-pass"
+    assert await store.reveal("t1", "github", "password") == PASS
+    assert (await store.get_info("t2", "github")).keys == ("password",)
 
 
-def test_an_unknown_key_names_the_available_keys_and_no_value(store: SecretStore) -> None:
-    put(store)
+async def test_an_unknown_key_names_the_available_keys_and_no_value(store: Vault) -> None:
+    await put(store)
     with pytest.raises(InvalidInput) as caught:
-        store.reveal_sync("t1", "github", PASS)  # a value pasted where a key name goes
+        await store.reveal("t1", "github", PASS)  # a value pasted where a key name goes
     assert caught.value.field == "field"
     assert "username" in caught.value.message and "password" in caught.value.message
     assert PASS not in caught.value.message and USER not in caught.value.message
@@ -168,32 +163,30 @@ def test_an_unknown_key_names_the_available_keys_and_no_value(store: SecretStore
         ("github", {"values": {"username": "u", "password": "x" * 8193}}, "values.password"),
     ],
 )
-def test_bad_input_names_the_field_and_changes_nothing(
-    store: SecretStore, clock: Clock, name: str, over: dict[str, Any], field: str
+async def test_bad_input_names_the_field_and_changes_nothing(
+    store: Vault, clock: Clock, name: str, over: dict[str, Any], field: str
 ) -> None:
-    before = put(store)
+    before = await put(store)
     clock.now += 60
     with pytest.raises(InvalidInput) as caught:
-        put(store, name, **over)
+        await put(store, name, **over)
     assert caught.value.field == field
     assert PASS not in caught.value.message
-    assert store.list_sync("t1") == [before]
-    assert store.reveal_sync("t1", "github", "password") == PASS
+    assert await store.list("t1") == [before]
+    assert await store.reveal("t1", "github", "password") == PASS
 
 
-def test_an_empty_tenant_is_refused(store: SecretStore) -> None:
+async def test_an_empty_tenant_is_refused(store: Vault) -> None:
     with pytest.raises(InvalidInput) as caught:
-        put(store, tenant="")
+        await put(store, tenant="")
     assert caught.value.field == "tenant"
 
 
-def test_the_database_files_hold_no_value(store: SecretStore, url: str) -> None:
-    put(store)
-    put(store, "second", values={"password": PASS + "-2"})
-    assert store.reveal_sync("t1", "github", "password") == PASS
-    path = Path(url.removeprefix("sqlite:///"))
-    files = [p for p in path.parent.iterdir() if p.name.startswith(path.name)]
-    raw = b"".join(p.read_bytes() for p in files)  # the file, and its -wal where rows sit
+async def test_the_database_holds_no_value(store: Vault, database: Database) -> None:
+    await put(store)
+    await put(store, "second", values={"password": PASS + "-2"})
+    assert await store.reveal("t1", "github", "password") == PASS
+    raw = _raw_rows(database)
     # The bytes read hold the rows: the clear columns are there, the values are not.
     assert b"the staging admin login" in raw and b"username" in raw
     for value in (PASS, USER):
@@ -201,73 +194,87 @@ def test_the_database_files_hold_no_value(store: SecretStore, url: str) -> None:
         assert value.encode("utf-16-le") not in raw
 
 
-def _copy_sealed(url: str, source: tuple[str, str], target: tuple[str, str]) -> None:
-    with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
-        db.execute(
-            "UPDATE secrets SET sealed = (SELECT sealed FROM secrets WHERE tenant=? AND name=?)"
-            " WHERE tenant=? AND name=?",
-            (*source, *target),
+def _raw_rows(database: Database) -> bytes:
+    """What the database holds: a SQLite file's bytes (and its -wal, where rows sit), or
+    every row of the ``secrets`` table as the server returns it."""
+    path = database.url.path
+    if path is not None:
+        files = [p for p in path.parent.iterdir() if p.name.startswith(path.name)]
+        return b"".join(p.read_bytes() for p in files)
+    with database.engine.connect() as conn:
+        rows = conn.execute(sa.select(schema.secrets)).all()
+    return b"".join(v if isinstance(v, bytes) else str(v).encode() for r in rows for v in r)
+
+
+def _copy_sealed(database: Database, source: tuple[str, str], target: tuple[str, str]) -> None:
+    table = schema.secrets
+    where = sa.and_(table.c.tenant == source[0], table.c.name == source[1])
+    with database.engine.begin() as conn:
+        sealed = conn.execute(sa.select(table.c.sealed).where(where)).scalar_one()
+        conn.execute(
+            sa.update(table)
+            .where(table.c.tenant == target[0], table.c.name == target[1])
+            .values(sealed=sealed)
         )
-    db.close()
 
 
 @pytest.mark.parametrize("target", [("t1", "other"), ("t2", "github")])
-def test_a_sealed_blob_moved_to_another_row_does_not_open(
-    store: SecretStore, url: str, target: tuple[str, str]
+async def test_a_sealed_blob_moved_to_another_row_does_not_open(
+    store: Vault, database: Database, target: tuple[str, str]
 ) -> None:
-    put(store, "github", "t1")
-    put(store, target[1], target[0], values={"username": "u", "password": "dummy-other"})
-    _copy_sealed(url, ("t1", "github"), target)
+    await put(store, "github", "t1")
+    await put(store, target[1], target[0], values={"username": "u", "password": "dummy-other"})
+    _copy_sealed(database, ("t1", "github"), target)
     with pytest.raises(StoreUnavailable) as caught:
-        store.reveal_sync(*target, "password")
+        await store.reveal(*target, "password")
     assert PASS not in caught.value.message
-    assert store.reveal_sync("t1", "github", "password") == PASS
+    assert await store.reveal("t1", "github", "password") == PASS
 
 
 @pytest.mark.parametrize(
     ("column", "tampered"),
     [("hosts", '["github.com", "*.github.com", "evil.test"]'), ("keys", '["password"]')],
 )
-def test_clear_columns_changed_behind_the_store_make_reveal_refuse(
-    store: SecretStore, url: str, column: str, tampered: str
+async def test_clear_columns_changed_behind_the_store_make_reveal_refuse(
+    store: Vault, database: Database, column: str, tampered: str
 ) -> None:
-    put(store)
-    with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
-        db.execute(f"UPDATE secrets SET {column} = ?", (tampered,))
-    db.close()
+    await put(store)
+    with database.engine.begin() as conn:
+        conn.execute(sa.update(schema.secrets).values({column: tampered}))
     with pytest.raises(StoreUnavailable) as caught:
-        store.reveal_sync("t1", "github", "password")
+        await store.reveal("t1", "github", "password")
     assert PASS not in caught.value.message
 
 
-def test_a_database_that_cannot_be_opened_is_unavailable(tmp_path: Path) -> None:
-    (tmp_path / "a-directory.db").mkdir()
-    with pytest.raises(StoreUnavailable):
-        SecretStore(f"sqlite:///{tmp_path}/a-directory.db", Cipher(KEY))
-
-
-def test_only_sqlite_urls_are_accepted(tmp_path: Path) -> None:
-    with pytest.raises(InvalidInput) as caught:
-        SecretStore("memory://", Cipher(KEY))
-    assert caught.value.field == "SITEKEEP_DATABASE_URL"
-
-
-def test_a_second_store_on_the_same_file_sees_the_secrets(store: SecretStore, url: str) -> None:
-    stored = put(store)
-    again = SecretStore(url, Cipher(KEY))
+async def test_a_second_vault_on_the_same_database_sees_the_secrets(store: Vault, url: str) -> None:
+    if url == "memory://":
+        return  # memory:// is one process's database: there is no second one
+    stored = await put(store)
+    db = open_database(url)
     try:
-        assert again.get_info_sync("t1", "github") == stored
-        assert again.reveal_sync("t1", "github", "password") == PASS
+        again = Vault(SqlSecretStore(db), Cipher(KEY))
+        assert await again.get_info("t1", "github") == stored
+        assert await again.reveal("t1", "github", "password") == PASS
     finally:
-        again.close()
+        db.dispose()
 
 
-@pytest.mark.anyio
-async def test_the_async_methods_do_the_same_in_a_worker_thread(store: SecretStore) -> None:
-    info = await store.put("t1", "github", "", ["github.com"], {"password": PASS})
-    assert await store.get_info("t1", "github") == info
-    assert await store.list("t1") == [info]
-    assert await store.reveal("t1", "github", "password") == PASS
-    assert await store.delete("t1", "github") is True
-    with pytest.raises(NotFound):
-        await store.get_info("t1", "github")
+# --- the SecretStore port itself: rows in, the same rows out --------------------------------
+
+
+async def test_the_store_returns_rows_exactly_as_put_and_replaces_them_whole(
+    database: Database,
+) -> None:
+    rows = SqlSecretStore(database)
+    first = SecretRow("t1", "b", "d", ("a.example.test",), ("k",), b"\x00sealed\xff", 1.5)
+    await rows.put(first)
+    await rows.put(SecretRow("t1", "a", "", ("x.example.test",), ("u", "p"), b"s", 2.0))
+    await rows.put(SecretRow("t2", "b", "", ("y.example.test",), ("k",), b"t2", 3.0))
+    assert await rows.get("t1", "b") == first
+    assert [r.name for r in await rows.list("t1")] == ["a", "b"]
+    replaced = SecretRow("t1", "b", "new", ("z.example.test",), ("only",), b"new", 4.0)
+    await rows.put(replaced)
+    assert await rows.get("t1", "b") == replaced
+    assert await rows.delete("t1", "b") is True
+    assert await rows.get("t1", "b") is None
+    assert await rows.get("t2", "b") is not None

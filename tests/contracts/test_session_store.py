@@ -1,75 +1,33 @@
-"""The ``SessionStore`` contract (``sitekeep.stores.base``), run against every backend.
+"""The ``SessionStore`` contract (``sitekeep.stores.base``), run against every backend:
+memory, SQLite, the real PostgreSQL and the real Redis.
 
 Each backend is opened by URL through ``open_session_store`` with a controllable clock, so
-expiry is tested by moving time, never by sleeping. To add a backend (``redis://``,
-``postgresql://``), add one ``Backend`` to ``BACKENDS``: every contract test runs on it. A
-networked backend's ``url`` must hand each test an empty store (its own database, schema or
-key namespace), and its expiry must follow the clock it is given.
+expiry is tested by moving time, never by sleeping (Redis keeps each key's expiry time by
+that clock beside its native TTL). To add a backend, add one ``Backend`` to ``BACKENDS`` and
+its URL to ``url_of`` (``conftest.py``): every contract test runs on it.
 """
 
 from __future__ import annotations
 
-import hashlib
-import sqlite3
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
+import asyncio
+from collections.abc import AsyncIterator
 
 import pytest
+import redis.asyncio
 
+from fixtures.databases import REDIS_URL
 from sitekeep.errors import InvalidInput
-from sitekeep.model import Principal
 from sitekeep.stores import SessionStore, open_session_store
-from sitekeep.stores.sql import TokenStore
+from sitekeep.stores.base import Versioned
+
+from .conftest import DURABLE, FakeClock, ids
 
 pytestmark = pytest.mark.anyio
 
 
-class FakeClock:
-    """Seconds since the epoch that move only when a test says so."""
-
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-@dataclass(frozen=True)
-class Backend:
-    """How to reach one backend: a name for the test id and its URL for a temp dir."""
-
-    name: str
-    url: Callable[[Path], str]
-    durable: bool = False
-    """Whether a second store on the same URL sees what the first wrote."""
-
-
-BACKENDS = [
-    Backend("memory", lambda _tmp: "memory://"),
-    Backend("sqlite", lambda tmp: f"sqlite:///{tmp}/s.db", durable=True),
-]
-
-
-@pytest.fixture(params=BACKENDS, ids=lambda b: b.name)
-def backend(request: pytest.FixtureRequest) -> Backend:
-    backend: Backend = request.param
-    return backend
-
-
 @pytest.fixture
-def clock() -> FakeClock:
-    # Starts at the real time so a backend that stores absolute expiry times stays sane.
-    return FakeClock(time.time())
-
-
-@pytest.fixture
-async def store(backend: Backend, tmp_path: Path, clock: FakeClock) -> AsyncIterator[SessionStore]:
-    opened = open_session_store(backend.url(tmp_path), clock)
+async def store(url: str, clock: FakeClock) -> AsyncIterator[SessionStore]:
+    opened = open_session_store(url, clock)
     yield opened
     await opened.aclose()
 
@@ -224,14 +182,87 @@ async def test_delete_counts_a_key_named_twice_once(store: SessionStore) -> None
     assert await store.get("sess:a") is None
 
 
+# --- revisions: a writer never overwrites what another wrote since it read -----------------
+
+
+async def test_a_first_write_has_revision_one_and_each_set_adds_one(store: SessionStore) -> None:
+    assert await store.read("sess:a") is None
+    await store.set("sess:a", b"1")
+    await store.set("sess:a", b"2")
+    assert await store.read("sess:a") == Versioned(b"2", 2)
+
+
+async def test_write_at_the_revision_read_replaces_the_value(store: SessionStore) -> None:
+    assert await store.write("sess:a", b"new", ttl=None, revision=0) == 1
+    assert await store.write("sess:a", b"newer", ttl=None, revision=1) == 2
+    assert await store.read("sess:a") == Versioned(b"newer", 2)
+
+
+async def test_write_at_a_stale_revision_changes_nothing(
+    store: SessionStore, clock: FakeClock
+) -> None:
+    await store.write("sess:a", b"mine", ttl=100, revision=0)
+    await store.set("sess:a", b"theirs", ttl=100)  # another replica wrote since
+    assert await store.write("sess:a", b"stale", ttl=1, revision=1) is None
+    assert await store.write("sess:b", b"x", ttl=None, revision=3) is None
+    assert await store.read("sess:a") == Versioned(b"theirs", 2)
+    assert await store.get("sess:b") is None
+    clock.advance(50)  # the refused write's ttl of 1 s was not applied either
+    assert await store.get("sess:a") == b"theirs"
+
+
+async def test_creating_what_another_writer_just_created_is_refused(store: SessionStore) -> None:
+    assert await store.write("sess:a", b"first", ttl=None, revision=0) == 1
+    assert await store.write("sess:a", b"second", ttl=None, revision=0) is None
+    assert await store.get("sess:a") == b"first"
+
+
+async def test_an_expired_key_counts_as_absent_for_a_write(
+    store: SessionStore, clock: FakeClock
+) -> None:
+    await store.set("sess:a", b"old", ttl=1)
+    clock.advance(1)
+    assert await store.write("sess:a", b"new", ttl=10, revision=0) is not None
+    assert await store.get("sess:a") == b"new"
+    clock.advance(10)
+    assert await store.get("sess:a") is None
+
+
+async def test_expire_keeps_the_revision(store: SessionStore) -> None:
+    await store.set("sess:a", b"v", ttl=10)
+    await store.expire("sess:a", 100)
+    assert await store.read("sess:a") == Versioned(b"v", 1)
+
+
+@pytest.mark.parametrize("backend", DURABLE, ids=ids)
+async def test_of_two_concurrent_writes_at_one_revision_exactly_one_wins(
+    url: str, clock: FakeClock
+) -> None:
+    first, second = open_session_store(url, clock), open_session_store(url, clock)
+    try:
+        await first.set("sess:a", b"base")
+        results = await asyncio.gather(
+            *(
+                (first if i % 2 else second).write("sess:a", f"w{i}".encode(), ttl=None, revision=1)
+                for i in range(8)
+            )
+        )
+        won = [r for r in results if r is not None]
+        assert won == [2]
+        winner = results.index(2)
+        assert await second.get("sess:a") == f"w{winner}".encode()
+    finally:
+        await first.aclose()
+        await second.aclose()
+
+
 # --- backend-specific: what only some backends promise -----------------------------------
 
 
-@pytest.mark.parametrize("backend", [b for b in BACKENDS if b.durable], ids=lambda b: b.name)
+@pytest.mark.parametrize("backend", DURABLE, ids=ids)
 async def test_a_durable_store_reopened_on_the_same_url_reads_what_was_written(
-    backend: Backend, tmp_path: Path, clock: FakeClock
+    url: str, clock: FakeClock
 ) -> None:
-    url = backend.url(tmp_path)
     first = open_session_store(url, clock)
     await first.set("sess:a", b"\x00kept", ttl=100)
     await first.set("sess:b", b"gone", ttl=1)
@@ -247,69 +278,30 @@ async def test_a_durable_store_reopened_on_the_same_url_reads_what_was_written(
         await second.aclose()
 
 
-@pytest.mark.parametrize("url", ["redis-ish://x", "mysql://x", "", "/tmp/s.db"])
-def test_an_unknown_session_store_url_is_invalid_input_naming_the_setting(url: str) -> None:
-    with pytest.raises(InvalidInput) as caught:
-        open_session_store(url)
-    assert caught.value.field == "SITEKEEP_SESSION_STORE"
-
-
-# --- TokenStore (sqlite) ------------------------------------------------------------------
-
-
-@pytest.fixture
-def tokens(tmp_path: Path, clock: FakeClock) -> Iterator[TokenStore]:
-    store = TokenStore(f"sqlite:///{tmp_path}/db.sqlite", clock)
-    yield store
-    store.close()
-
-
-async def test_a_created_token_resolves_to_its_principal(tokens: TokenStore) -> None:
-    token = tokens.create("tenant-1", "agent@example.test", "admin")
-    assert token.startswith("sk_")
-    assert len(token) > 40
-    assert await tokens.resolve(token) == Principal("tenant-1", "agent@example.test", "admin")
-
-
-async def test_each_create_issues_a_different_token(tokens: TokenStore) -> None:
-    first = tokens.create("t1", "agent", "member")
-    second = tokens.create("t1", "agent", "member")
-    assert first != second
-    assert await tokens.resolve(first) == await tokens.resolve(second)
-
-
-async def test_an_unknown_token_resolves_to_none(tokens: TokenStore) -> None:
-    tokens.create("t1", "agent", "member")
-    assert await tokens.resolve("sk_not-a-real-token") is None
-    assert await tokens.resolve("") is None
-
-
-def test_only_the_sha256_of_a_token_is_stored(tmp_path: Path) -> None:
-    path = tmp_path / "db.sqlite"
-    store = TokenStore(f"sqlite:///{path}")
-    token = store.create("t1", "agent", "member")
-    store.close()
-    on_disk = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("db."))
-    assert token.encode() not in on_disk
-    assert token.removeprefix("sk_").encode() not in on_disk
-    with sqlite3.connect(path) as conn:
-        (stored,) = conn.execute("SELECT token_hash FROM tokens").fetchone()
-    assert stored == hashlib.sha256(token.encode()).hexdigest()
+async def test_redis_lets_the_server_expire_keys_natively(url_of: dict[str, str]) -> None:
+    """The value and its native TTL are written at once (no set-then-expire)."""
+    url = url_of["redis"]
+    store = open_session_store(url)
+    client = redis.asyncio.Redis.from_url(REDIS_URL)
+    prefix = url.split("prefix=")[1]
+    try:
+        await store.set("sess:a", b"v", ttl=30)
+        await store.write("sess:b", b"v", ttl=60, revision=0)
+        await store.set("sess:c", b"v")
+        assert 0 < await client.pttl(prefix + "sess:a") <= 30_000
+        assert 30_000 < await client.pttl(prefix + "sess:b") <= 60_000
+        assert await client.pttl(prefix + "sess:c") == -1
+        await store.expire("sess:c", 5)
+        assert 0 < await client.pttl(prefix + "sess:c") <= 5_000
+    finally:
+        await client.aclose()
+        await store.aclose()
 
 
 @pytest.mark.parametrize(
-    ("tenant", "subject", "field"),
-    [
-        ("", "agent", "tenant"),
-        ("t 1", "agent", "tenant"),
-        ("t1", "", "subject"),
-        ("t1", "agent/../x", "subject"),
-        ("t1", "a" * 129, "subject"),
-    ],
+    "bad", ["redis-ish://x", "mysql://x", "", "/tmp/s.db", "sqlite://", "sqlite:///"]
 )
-def test_a_bad_tenant_or_subject_is_invalid_input_naming_the_field(
-    tokens: TokenStore, tenant: str, subject: str, field: str
-) -> None:
+def test_an_unknown_session_store_url_is_invalid_input_naming_the_setting(bad: str) -> None:
     with pytest.raises(InvalidInput) as caught:
-        tokens.create(tenant, subject, "member")
-    assert caught.value.field == field
+        open_session_store(bad)
+    assert caught.value.field == "SITEKEEP_SESSION_STORE"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -10,11 +9,11 @@ import anyio
 import pytest
 
 from fixtures.sites import Sites
-from sitekeep.browser.driver import SessionSpec, create_session, delete_session, session_alive
+from sitekeep.browser.driver import delete_session
 from sitekeep.config import Settings
 from sitekeep.model import Principal
 from sitekeep.service import INSECURE_HINT, Service
-from support import WHO, Api, ApiFactory
+from support import WHO, Api
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -131,37 +130,3 @@ async def test_expired_cookies_are_not_restored(
     finally:
         await service.browsers.close_all()
         await service.aclose()
-
-
-@pytest.mark.parametrize("browser", ["chromium"])  # the pool holds Chromium browsers
-async def test_an_open_takes_a_warm_browser_and_the_pool_refills(
-    make_api: ApiFactory, sites: Sites
-) -> None:
-    api: Api = await make_api(warm_browsers=1)
-    browsers = api.service.browsers
-    await browsers.pool_ready()
-    assert browsers.warm == 1
-    waiting = browsers._warm[0].ref.session_id
-    opened = await api.open(key="p", url=sites.url("app.example.test"))
-    assert opened["title"] == "App — signed out"
-    assert (await api.browser("p")).ref.session_id == waiting
-    await browsers.pool_ready()
-    assert browsers.warm == 1 and browsers._warm[0].ref.session_id != waiting
-
-
-@pytest.mark.parametrize("browser", ["chromium"])
-async def test_warm_browsers_a_dead_process_left_behind_are_ended(
-    make_api: ApiFactory, settings: Settings, driver_url: str
-) -> None:
-    spec = SessionSpec("chromium", settings.chromium, ())
-    orphan = await anyio.to_thread.run_sync(create_session, driver_url, spec)
-    leftovers = settings.data_dir / "warm"
-    leftovers.mkdir(parents=True, exist_ok=True)
-    dead_pid = 2**22 + 1  # above pid_max's default: no such process
-    (leftovers / f"{dead_pid}.json").write_text(
-        json.dumps([[orphan.endpoint, orphan.session_id]]), encoding="utf-8"
-    )
-    assert await session_alive(orphan.endpoint, orphan.session_id)
-    await make_api()  # its lifespan warms up, ending what the dead process left
-    assert not await session_alive(orphan.endpoint, orphan.session_id)
-    assert not (leftovers / f"{dead_pid}.json").exists()

@@ -47,7 +47,7 @@ async def test_the_agent_signs_in_with_a_secret_and_comes_back_signed_in(
     # The stores hold only ciphertext of the secret, and nothing of it elsewhere.
     stored = b"".join(
         value
-        for value, _ in api.service._store._data.values()  # type: ignore[attr-defined]
+        for value, *_ in api.service._store._data.values()  # type: ignore[attr-defined]
     )
     database = Path(api.service.settings.database.removeprefix("sqlite:///"))
     files = b"".join(p.read_bytes() for p in database.parent.glob(database.name + "*"))

@@ -25,8 +25,8 @@ from mcp.shared.exceptions import MCPError
 from conftest import HOST_RULES
 from fixtures.sites import FORM_PASSWORD, FORM_USER, Sites
 from sitekeep.config import Settings
-from sitekeep.stores.sql import TokenStore
 from support import call_tool as call
+from support import make_token
 
 pytestmark = pytest.mark.e2e
 
@@ -73,9 +73,8 @@ def free_port() -> int:
 @pytest.fixture
 def served(tmp_path: Path, driver_url: str) -> Iterator[Served]:
     data_dir = tmp_path / "data"
-    tokens = TokenStore(Settings(data_dir=data_dir).database)
-    token, other = tokens.create("t1", "agent", "member"), tokens.create("t2", "agent", "member")
-    tokens.close()
+    settings = Settings(data_dir=data_dir)
+    token, other = make_token(settings), make_token(settings, "t2")
     port = free_port()
     env = {
         **os.environ,

@@ -14,8 +14,8 @@ from mcp import Client, StdioServerParameters
 from conftest import HOST_RULES
 from fixtures.sites import FORM_PASSWORD, FORM_USER, Sites
 from sitekeep.config import Settings
-from sitekeep.stores.sql import TokenStore
 from support import call_tool as call
+from support import make_token
 
 pytestmark = pytest.mark.e2e
 
@@ -34,11 +34,7 @@ def mcp_env(data_dir: Path, driver_url: str, **extra: str) -> dict[str, str]:
 
 
 def token_in(data_dir: Path) -> str:
-    tokens = TokenStore(Settings(data_dir=data_dir).database)
-    try:
-        return tokens.create("t1", "agent", "member")
-    finally:
-        tokens.close()
+    return make_token(Settings(data_dir=data_dir))
 
 
 def stdio_client(env: dict[str, str]) -> Client:

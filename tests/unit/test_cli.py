@@ -8,7 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from sitekeep.cli import app
-from sitekeep.stores.sql import TokenStore
+from sitekeep.config import Settings
+from support import on_service
 
 
 @pytest.fixture
@@ -23,9 +24,7 @@ def test_token_create_prints_a_token_once_and_stores_only_its_hash(env: Path) ->
     assert result.exit_code == 0, result.output
     token = result.output.strip()
     assert token.startswith("sk_")
-    store = TokenStore(f"sqlite:///{env / 'sitekeep.db'}")
-    principal = store.resolve_sync(token)
-    store.close()
+    principal = on_service(Settings(data_dir=env), lambda svc: svc.auth.resolve(token))
     assert principal is not None and (principal.tenant, principal.role) == ("t1", "member")
     assert token.encode() not in (env / "sitekeep.db").read_bytes()
 

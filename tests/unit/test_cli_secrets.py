@@ -13,8 +13,7 @@ from typer.testing import CliRunner
 
 from sitekeep.cli_secrets import secret_app
 from sitekeep.config import Settings
-from sitekeep.stores.cipher import Cipher, load_or_create_key
-from sitekeep.stores.secrets import SecretStore
+from support import on_service
 
 USER = "dummy-user-c01d"
 PASS = "dummy-pass-7f3a"
@@ -36,12 +35,10 @@ def run(*args: str, stdin: str = "") -> tuple[int, str, str]:
 
 
 def reveal(data_dir: Path, name: str, key: str, tenant: str = "t1") -> str:
-    settings = Settings(data_dir=data_dir)
-    store = SecretStore(settings.database, Cipher(load_or_create_key(settings.key_file, None)))
-    try:
-        return store.reveal_sync(tenant, name, key)
-    finally:
-        store.close()
+    value: str = on_service(
+        Settings(data_dir=data_dir), lambda svc: svc.secrets.reveal(tenant, name, key)
+    )
+    return value
 
 
 def test_set_reads_a_json_object_from_stdin(data_dir: Path) -> None:

@@ -1,45 +1,96 @@
-"""The SQL stores' shared guards: a URL that is not SQLite is refused naming the setting;
-a database that fails becomes ``StoreUnavailable`` naming the store, never its content."""
+"""Store URLs are read in one place, and a database that fails is ``StoreUnavailable``
+naming the store, never its content or the URL's password."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from sitekeep.errors import InvalidInput, StoreUnavailable
-from sitekeep.stores.cipher import Cipher
-from sitekeep.stores.secrets import SecretStore
-from sitekeep.stores.sql import TokenStore
-from sitekeep.stores.sqlite import SqliteStore
+from sitekeep.stores import open_database, open_session_store
+from sitekeep.stores.urls import parse_store_url
 
-CIPHER = Cipher(b"k" * 32)
-
-
-@pytest.mark.parametrize("make", [TokenStore, lambda url: SecretStore(url, CIPHER)])
-def test_a_database_url_that_is_not_sqlite_is_refused_naming_the_setting(
-    make: Callable[[str], object],
-) -> None:
-    with pytest.raises(InvalidInput) as caught:
-        make("postgresql://db.example.test/sitekeep")
-    assert caught.value.field == "SITEKEEP_DATABASE_URL"
+ALL = ("memory", "sqlite", "postgresql", "redis")
 
 
 @pytest.mark.parametrize(
-    ("make", "what"),
+    ("url", "scheme", "client_url"),
     [
-        (TokenStore, "the token database"),
-        (lambda url: SecretStore(url, CIPHER), "the secrets database"),
-        (SqliteStore, "the SQLite session store"),
+        ("memory://", "memory", "memory://"),
+        ("sqlite:////var/x/s.db", "sqlite", "sqlite:////var/x/s.db"),
+        ("sqlite:///rel/s.db", "sqlite", "sqlite:///rel/s.db"),
+        ("postgresql://u@h/db", "postgresql", "postgresql+psycopg://u@h/db"),
+        ("postgres://u@h:5/db", "postgresql", "postgresql+psycopg://u@h:5/db"),
+        ("postgresql+psycopg://u@h/db", "postgresql", "postgresql+psycopg://u@h/db"),
+        ("redis://h:6379/0", "redis", "redis://h:6379/0"),
+        (
+            "rediss://h:6379/1?prefix=a:&ssl_cert_reqs=none",
+            "redis",
+            "rediss://h:6379/1?ssl_cert_reqs=none",
+        ),
     ],
 )
+def test_every_spelling_of_a_store_url_parses_to_its_backend(
+    url: str, scheme: str, client_url: str
+) -> None:
+    parsed = parse_store_url(url, "S", allowed=ALL)
+    assert (parsed.scheme, parsed.url) == (scheme, client_url)
+
+
+def test_a_redis_prefix_defaults_and_can_be_named() -> None:
+    assert parse_store_url("redis://h/0", "S", allowed=ALL).prefix == "sitekeep:"
+    assert parse_store_url("redis://h/0?prefix=run-7:", "S", allowed=ALL).prefix == "run-7:"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "mysql://h/db",
+        "",
+        "/tmp/s.db",
+        "sqlite://",
+        "sqlite:///",
+        "sqlite:///x.db?mode=ro",
+        "redis://h/0?prefix=",
+        "postgresql:/nope",
+    ],
+)
+def test_a_bad_store_url_is_invalid_input_naming_the_setting(url: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        parse_store_url(url, "SITEKEEP_X", allowed=ALL)
+    assert caught.value.field == "SITEKEEP_X"
+
+
+def test_a_bad_store_url_is_never_echoed_it_may_hold_a_password() -> None:
+    with pytest.raises(InvalidInput) as caught:
+        parse_store_url("mysql://admin:dummy-secret-pw@h/db", "SITEKEEP_X", allowed=ALL)
+    assert "dummy-secret-pw" not in caught.value.message
+
+
+def test_a_scheme_the_store_has_no_backend_for_is_refused() -> None:
+    with pytest.raises(InvalidInput) as caught:
+        open_database("redis://127.0.0.1:6379/0")
+    assert caught.value.field == "SITEKEEP_DATABASE_URL"
+    assert "postgresql://" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("opener", "what"),
+    [(open_database, "the schema"), (open_session_store, "the schema")],
+)
 def test_a_database_that_fails_is_unavailable_by_name_without_its_content(
-    tmp_path: Path, make: Callable[[str], object], what: str
+    tmp_path: Path, opener: object, what: str
 ) -> None:
     broken = tmp_path / "broken.db"
     broken.write_bytes(b"dummy-not-a-database " * 50)
     with pytest.raises(StoreUnavailable) as caught:
-        make(f"sqlite:///{broken}")
-    assert caught.value.message.startswith(f"{what} failed: ")
+        opener(f"sqlite:///{broken}")  # type: ignore[operator]
+    assert what in caught.value.message and "failed: " in caught.value.message
     assert "dummy" not in caught.value.message
+
+
+def test_an_unreachable_postgresql_is_unavailable_without_its_password() -> None:
+    with pytest.raises(StoreUnavailable) as caught:
+        open_database("postgresql://someone:dummy-pw@127.0.0.1:1/db")
+    assert "dummy-pw" not in caught.value.message

@@ -12,20 +12,19 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
-from fastapi import Body, Depends, FastAPI, Request
+import anyio
+from fastapi import Body, Depends, FastAPI, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict
 
 from sitekeep import __version__
 from sitekeep.api.errors import install_error_handlers
 from sitekeep.config import Settings
-from sitekeep.errors import Unauthorized
 from sitekeep.mcp import build_server
 from sitekeep.mcp.http import mcp_route, principal_from_request
 from sitekeep.model import Principal
 from sitekeep.service import Service
 from sitekeep.steps import OPERATIONS
-from sitekeep.stores.sql import TokenStore
 
 __all__ = ["create_app"]
 
@@ -58,26 +57,34 @@ class SaveBody(_Body):
 _bearer = HTTPBearer(auto_error=False)
 
 
-def _service(request: Request) -> Service:
+def _service_of(request: Request) -> Service:
     service: Service = request.app.state.service
     return service
 
 
+async def _service(request: Request) -> Service:
+    # async: FastAPI runs a plain def dependency in a worker thread, a hop per request.
+    return _service_of(request)
+
+
 async def _principal(
     request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    _scheme: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    if credentials is None or credentials.scheme.lower() != "bearer":
-        raise Unauthorized("send Authorization: Bearer <token> (sitekeep token create)")
-    tokens: TokenStore = request.app.state.tokens
-    principal = await tokens.resolve(credentials.credentials)
-    if principal is None:
-        raise Unauthorized("unknown token")
-    return principal
+    # HTTPBearer only documents the scheme in OpenAPI: the service parses the header.
+    return await _service_of(request).authenticate(request.headers.get("authorization"))
 
 
 Who = Annotated[Principal, Depends(_principal)]
 Svc = Annotated[Service, Depends(_service)]
+
+
+async def _admin(request: Request, who: Who) -> Principal:
+    # A dependency, so a member is refused before its body or query is even read.
+    return _service_of(request).require_admin(who, f"{request.method} {request.url.path}")
+
+
+Admin = Annotated[Principal, Depends(_admin)]
 JSON = dict[str, Any]
 
 
@@ -110,23 +117,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.service = Service.from_settings(settings)
-        app.state.tokens = TokenStore(settings.database)
-        app.state.secrets = app.state.service.secrets
-        await app.state.service.browsers.warm_up()
+        service = app.state.service = Service.from_settings(settings)
         try:
-            async with mcp_server.session_manager.run():
-                yield
+            await service.browsers.warm_up()
+            async with anyio.create_task_group() as background:
+                background.start_soon(service.run_reaper)
+                async with mcp_server.session_manager.run():
+                    yield
+                background.cancel_scope.cancel()
         finally:
-            await app.state.service.aclose()
-            app.state.tokens.close()
+            await service.aclose()
 
     app = FastAPI(title="sitekeep", version=__version__, lifespan=lifespan)
     install_error_handlers(app)
     _routes(app)
     # MCP over streamable HTTP at /mcp: the same service, the caller from the bearer token.
     mcp_server = build_server(lambda: app.state.service, principal_from_request)
-    app.router.routes.append(mcp_route(mcp_server, lambda: app.state.tokens, host=settings.host))
+    app.router.routes.append(mcp_route(mcp_server, lambda: app.state.service, host=settings.host))
     # Imported here, not at the top: sitekeep.api.secrets imports Who from this module.
     from sitekeep.api.admin import router as admin_router
     from sitekeep.api.secrets import router as secrets_router
@@ -179,6 +186,17 @@ def _routes(app: FastAPI) -> None:
     @app.get("/v1/sessions/{key}/site-data", tags=["site data"])
     async def site_data(key: str, who: Who, svc: Svc) -> JSON:
         return await svc.site_data(who, key)
+
+    @app.get("/admin/runs", tags=["admin"])
+    async def admin_runs(
+        who: Admin,
+        svc: Svc,
+        open_only: Annotated[bool, Query(alias="open")] = True,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    ) -> JSON:
+        """The run ledger of the caller's tenant, newest first (admin; SPEC §13): every
+        live browser of every replica, or with ``open=false`` the closed ones too."""
+        return {"runs": await svc.runs(who, open_only=open_only, limit=limit)}
 
     @app.get("/v1/sessions/{key}/site-data/{site}", tags=["site data"])
     async def site_data_host(key: str, site: str, who: Who, svc: Svc) -> JSON:

@@ -27,7 +27,7 @@ from sitekeep.errors import (
     error_json,
 )
 
-__all__ = ["STATUS", "install_error_handlers"]
+__all__ = ["STATUS", "install_error_handlers", "status_of"]
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,8 @@ STATUS: dict[type[SitekeepError], int] = {
 }
 
 
-def _status(exc: SitekeepError) -> int:
+def status_of(exc: SitekeepError) -> int:
+    """The HTTP status of a sitekeep error: its class's, or its nearest base's."""
     for cls in type(exc).__mro__:
         if cls in STATUS:
             return STATUS[cls]
@@ -53,7 +54,7 @@ def _status(exc: SitekeepError) -> int:
 
 async def _sitekeep_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, SitekeepError)
-    status = _status(exc)
+    status = status_of(exc)
     if status >= 500:
         log.warning("%s: %s", type(exc).__name__, exc.message)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None

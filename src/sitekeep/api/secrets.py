@@ -1,9 +1,9 @@
 """HTTP routes of the secrets catalogue: ``/v1/secrets`` (SPEC §7).
 
 Values are write-only: a PUT takes them, no response ever carries one. Writes (PUT, DELETE)
-need an ``admin`` token; reads are for any member of the tenant. The store is
-``app.state.secrets`` (a :class:`~sitekeep.stores.secrets.SecretStore` opened in the app's
-lifespan); errors are ``SitekeepError``s, mapped by the app's one table (``api.errors``).
+need an ``admin`` token; reads are for any member of the tenant. Every route calls the
+service (its vault); errors are ``SitekeepError``s, mapped by the app's one table
+(``api.errors``).
 
 Routes (each answers ``{name, description, hosts, keys, updated_at}`` per secret)::
 
@@ -15,16 +15,13 @@ Routes (each answers ``{name, description, hosts, keys, updated_at}`` per secret
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict
 
-from sitekeep.api.app import Who
-from sitekeep.errors import Forbidden, NotFound, StoreUnavailable
-from sitekeep.model import Principal
+from sitekeep.api.app import Admin, Svc, Who
 from sitekeep.secrets import SecretInfo
-from sitekeep.stores.secrets import SecretStore
 
 __all__ = ["SecretBody", "router"]
 
@@ -32,33 +29,13 @@ JSON = dict[str, Any]
 
 
 class SecretBody(BaseModel):
-    """The body of ``PUT /v1/secrets/{name}``; the rules are checked by the store."""
+    """The body of ``PUT /v1/secrets/{name}``; the rules are checked by the service."""
 
     model_config = ConfigDict(extra="forbid")
 
     description: str = ""
     hosts: list[str]
     values: dict[str, str]
-
-
-def _store(request: Request) -> SecretStore:
-    store: SecretStore | None = getattr(request.app.state, "secrets", None)
-    if store is None:
-        raise StoreUnavailable("the secrets catalogue is not open in this server")
-    return store
-
-
-Store = Annotated[SecretStore, Depends(_store)]
-
-
-def _admin(who: Who) -> Principal:
-    # A dependency, so a member is refused before its body is even read.
-    if who.role != "admin":
-        raise Forbidden("managing secrets needs an admin token (sitekeep token create --admin)")
-    return who
-
-
-Admin = Annotated[Principal, Depends(_admin)]
 
 
 def _json(info: SecretInfo) -> JSON:
@@ -75,26 +52,25 @@ router = APIRouter(prefix="/v1/secrets", tags=["secrets"])
 
 
 @router.put("/{name}")
-async def put_secret(name: str, body: SecretBody, who: Admin, store: Store) -> JSON:
+async def put_secret(name: str, body: SecretBody, who: Admin, svc: Svc) -> JSON:
     """Create or replace a secret (admin). Answers its info, never its values."""
-    return _json(await store.put(who.tenant, name, body.description, body.hosts, body.values))
+    return _json(await svc.put_secret(who, name, body.description, body.hosts, body.values))
 
 
 @router.get("")
-async def list_secrets(who: Who, store: Store) -> JSON:
+async def list_secrets(who: Who, svc: Svc) -> JSON:
     """The tenant's secrets: names, descriptions, hosts, key names — never values."""
-    return {"secrets": [_json(info) for info in await store.list(who.tenant)]}
+    return {"secrets": [_json(info) for info in await svc.list_secrets(who)]}
 
 
 @router.get("/{name}")
-async def get_secret(name: str, who: Who, store: Store) -> JSON:
+async def get_secret(name: str, who: Who, svc: Svc) -> JSON:
     """One secret's info; 404 when the tenant has none of that name."""
-    return _json(await store.get_info(who.tenant, name))
+    return _json(await svc.get_secret(who, name))
 
 
 @router.delete("/{name}")
-async def delete_secret(name: str, who: Admin, store: Store) -> JSON:
+async def delete_secret(name: str, who: Admin, svc: Svc) -> JSON:
     """Delete a secret (admin); 404 when the tenant has none of that name."""
-    if not await store.delete(who.tenant, name):
-        raise NotFound("secret", name)
+    await svc.delete_secret(who, name)
     return {"name": name, "deleted": True}

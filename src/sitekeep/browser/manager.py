@@ -4,12 +4,17 @@ Correctness never depends on this object's memory: a browser is found again from
 ``BrowserRef`` alone (stateless reattach). The per-process cache of open BiDi sockets is
 an optimisation — and it is what lets the leave tracker see every document leave.
 
-The warm pool keeps ``warm_browsers`` started, never-used Chromium browsers ready. A new
-session takes one instead of waiting for a WebDriver session (about 0.6 s here), and a
-browser that has idled a moment restores a third faster than one started just now
-(``bench/save_restore.py``). Pool browsers never held a page, so they need no wipe. Their
-refs are kept in ``<data dir>/warm/<pid>.json``; a later process ends the ones a dead
-process left behind.
+The warm pool keeps ``warm_browsers`` started, never-used browsers ready per kind
+(``chromium:2,firefox:1``). A new session takes one instead of waiting for a WebDriver
+session (about 0.6 s for Chromium here, 2.4 s for Firefox), and a browser that has idled a
+moment restores a third faster than one started just now (``bench/save_restore.py``). Pool
+browsers never held a page, so they need no wipe — and before one is handed out that is
+proven (:meth:`BrowserManager._proven_empty`): the user contexts it was born with and no
+other (Firefox is born with its containers), no cookie in any of them, one top-level tab on
+``about:blank`` without frames, and no document of any origin ever seen by its tracker
+(storage lives only where a document lived). One that fails
+is ended, never handed out. Their refs are kept in ``<data dir>/warm/<pid>.json``; a later
+process ends the ones a dead process left behind.
 """
 
 from __future__ import annotations
@@ -70,8 +75,13 @@ class BrowserManager:
             settings.data_dir, settings.geckodriver or find_geckodriver(), settings.cache_dir
         )
         self._live: dict[str, LiveBrowser] = {}
-        self._warm: list[LiveBrowser] = []
-        self._filling: set[asyncio.Task[None]] = set()
+        self._warm: dict[BrowserKind, list[LiveBrowser]] = {"chromium": [], "firefox": []}
+        self._born_with: dict[str, list[str]] = {}
+        """Pool browser generation → the user contexts it had when it was started."""
+        self._filling: dict[BrowserKind, set[asyncio.Task[None]]] = {
+            "chromium": set(),
+            "firefox": set(),
+        }
         self._pool_file = settings.data_dir / "warm" / f"{os.getpid()}.json"
 
     @property
@@ -117,19 +127,47 @@ class BrowserManager:
         proxy: ProxySettings | None = None,
     ) -> LiveBrowser:
         """A new browser, tracked from birth, that has loaded no page: from the warm pool
-        when one there fits (Chromium, secure, no proxy) and ``pooled``, else started now
-        — through ``proxy`` when given, its credentials answered over BiDi.
+        of its kind when one there is proven empty (secure, no proxy) and ``pooled``, else
+        started now — through ``proxy`` when given, its credentials answered over BiDi.
 
         Raises:
             BrowserUnavailable: no browser could be started.
         """
-        if pooled and kind == "chromium" and not insecure and proxy is None:
-            while self._warm:
-                live = self._warm.pop(0)
-                self._save_pool()
-                if not live.conn.closed:
-                    return live
+        pool = self._warm[kind]
+        while pooled and not insecure and proxy is None and pool:
+            live = pool.pop(0)
+            self._save_pool()
+            if await self._proven_empty(live, self._born_with.pop(live.ref.generation, [])):
+                return live
+            log.warning("a pooled %s browser was not empty: ended, never handed out", kind)
+            with contextlib.suppress(Exception):
+                await self.close(live.ref)
         return await self._launch(kind, insecure, proxy)
+
+    @staticmethod
+    async def _user_contexts(live: LiveBrowser) -> list[str]:
+        users = await live.conn.send("browser.getUserContexts", {})
+        return sorted(str(u.get("userContext")) for u in users.get("userContexts") or [])
+
+    async def _proven_empty(self, live: LiveBrowser, born_with: list[str]) -> bool:
+        """Whether a pool browser is as it was born: see the module docstring."""
+        if live.conn.closed or not live.tracker.pristine or not born_with:
+            return False
+        try:
+            tree = await live.conn.send("browsingContext.getTree", {})
+            if await self._user_contexts(live) != born_with:
+                return False
+            for user_context in born_with:
+                partition = {"type": "storageKey", "userContext": user_context}
+                found = await live.conn.send("storage.getCookies", {"partition": partition})
+                if found.get("cookies"):
+                    return False
+        except (BidiError, BrowserUnavailable):
+            return False
+        tops = tree.get("contexts") or []
+        return (
+            len(tops) == 1 and tops[0].get("url") == "about:blank" and not tops[0].get("children")
+        )
 
     async def _launch(
         self, kind: BrowserKind, insecure: bool, proxy: ProxySettings | None = None
@@ -153,10 +191,24 @@ class BrowserManager:
     ) -> LiveBrowser | None:
         """The live browser ``ref`` names, or None when it is gone (died, reaped, closed).
         ``proxy``: the proxy it was started with, whose credentials a new connection must
-        answer again."""
+        answer again.
+
+        A cached socket to a remote endpoint (a Grid) is trusted only after the endpoint
+        says the session still exists: another replica may have ended it, and a Grid keeps
+        its BiDi relay to an ended session open, silent (one HTTP round trip per call; an
+        embedded driver closes the socket itself)."""
         cached = self._live.get(ref.generation)
         if cached is not None and not cached.conn.closed:
-            return cached
+            if not self._settings.webdriver_url:
+                return cached
+            try:
+                if await session_alive(ref.endpoint, ref.session_id):
+                    return cached
+            except BrowserUnavailable:
+                return None
+            await cached.conn.close()
+            self._live.pop(ref.generation, None)
+            return None
         self._live.pop(ref.generation, None)
         try:
             if not await session_alive(ref.endpoint, ref.session_id):
@@ -232,6 +284,16 @@ class BrowserManager:
         await delete_session(ref.endpoint, ref.session_id)
         self._end_driver(ref.endpoint)
 
+    async def end(self, endpoint: str, session_id: str) -> None:
+        """End a browser known only by where it runs — one this process may never have
+        reached (the reaper ends runs of every replica; SPEC §13). A gone one is fine."""
+        for live in list(self._live.values()):
+            if live.ref.session_id == session_id and live.ref.endpoint == endpoint:
+                await self.close(live.ref)
+                return
+        await delete_session(endpoint, session_id)
+        self._end_driver(endpoint)
+
     def _end_driver(self, endpoint: str) -> None:
         """A per-browser driver (embedded Firefox) goes with its browser."""
         if not self._settings.webdriver_url and self._gecko.owns(endpoint):
@@ -241,8 +303,8 @@ class BrowserManager:
 
     @property
     def warm(self) -> int:
-        """How many started browsers wait in the pool now."""
-        return len(self._warm)
+        """How many started browsers wait in the pools now."""
+        return sum(len(pool) for pool in self._warm.values())
 
     async def warm_up(self) -> None:
         """End the pool browsers dead processes left behind, then fill the pool (in the
@@ -251,9 +313,9 @@ class BrowserManager:
         self._refill()
 
     async def pool_ready(self) -> None:
-        """Wait until the pool is filled (for benchmarks and tests)."""
-        while self._filling:
-            await asyncio.gather(*list(self._filling), return_exceptions=True)
+        """Wait until the pools are filled (for benchmarks and tests)."""
+        while tasks := [t for filling in self._filling.values() for t in filling]:
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     def replenish(self) -> None:
         """Start refilling the pool in the background. Called once an open is done, not
@@ -261,22 +323,32 @@ class BrowserManager:
         self._refill()
 
     def _refill(self) -> None:
-        for _ in range(self._settings.warm_browsers - len(self._warm) - len(self._filling)):
-            task = asyncio.get_running_loop().create_task(self._fill_one(), name="warm-browser")
-            self._filling.add(task)
-            task.add_done_callback(self._filling.discard)
+        for kind, wanted in self._settings.warm_browsers.items():
+            filling = self._filling[kind]
+            for _ in range(wanted - len(self._warm[kind]) - len(filling)):
+                task = asyncio.get_running_loop().create_task(
+                    self._fill_one(kind), name=f"warm-{kind}"
+                )
+                filling.add(task)
+                task.add_done_callback(filling.discard)
 
-    async def _fill_one(self) -> None:
+    async def _fill_one(self, kind: BrowserKind) -> None:
         try:
-            live = await self._launch("chromium", False)
+            live = await self._launch(kind, False)
         except Exception as exc:  # the pool is an optimisation: an open will start its own
-            log.warning("could not start a warm browser: %s", exc)
+            log.warning("could not start a warm %s browser: %s", kind, exc)
             return
-        self._warm.append(live)
+        try:
+            self._born_with[live.ref.generation] = await self._user_contexts(live)
+        except (BidiError, BrowserUnavailable) as exc:
+            log.warning("a warm %s browser did not answer: %s", kind, exc)
+            await self.close(live.ref)
+            return
+        self._warm[kind].append(live)
         self._save_pool()
 
     def _save_pool(self) -> None:
-        refs = [[w.ref.endpoint, w.ref.session_id] for w in self._warm]
+        refs = [[w.ref.endpoint, w.ref.session_id] for pool in self._warm.values() for w in pool]
         try:
             self._pool_file.parent.mkdir(parents=True, exist_ok=True)
             self._pool_file.write_text(json.dumps(refs), encoding="utf-8")
@@ -293,6 +365,7 @@ class BrowserManager:
                 refs = json.loads(path.read_text(encoding="utf-8"))
                 for endpoint, session_id in refs:
                     await delete_session(str(endpoint), str(session_id))
+                    self._end_driver(str(endpoint))
                 path.unlink()
             except (OSError, ValueError, TypeError) as exc:
                 log.warning("could not end a dead process's warm browsers: %s", exc)
@@ -311,7 +384,8 @@ class BrowserManager:
         (stateless reattach)."""
         # Not cancelled: a WebDriver session being created in a thread would be orphaned.
         await self.pool_ready()
-        warm, self._warm = self._warm, []
+        warm = [live for pool in self._warm.values() for live in pool]
+        self._warm = {"chromium": [], "firefox": []}
         for live in warm:
             await self.close(live.ref)
         with contextlib.suppress(OSError):

@@ -81,11 +81,19 @@ class LeaveTracker:
     _changed: set[str] = field(default_factory=set)
     _docs: dict[str, _Doc] = field(default_factory=dict)
     _parents: dict[str, str | None] = field(default_factory=dict)
+    _visited: bool = False
 
     @classmethod
     def at_birth(cls) -> LeaveTracker:
         """A tracker for a browser that has loaded nothing yet."""
         return cls(complete=True, from_birth=True)
+
+    @property
+    def pristine(self) -> bool:
+        """Tracked from birth, no event missed, and no document of any origin ever lived:
+        by the premise above, the browser holds no origin's storage (the warm pool's
+        check, SPEC §13)."""
+        return self.from_birth and self.complete and not self._visited
 
     # -- events ---------------------------------------------------------------------------
 
@@ -121,6 +129,7 @@ class LeaveTracker:
             log.warning("dropped a malformed leave report")
             return
         self._changed.add(origin)
+        self._visited = True
         doc = self._docs.get(str((params.get("source") or {}).get("context")))
         if doc is not None and doc.origin == origin:
             doc.reported = True
@@ -154,6 +163,7 @@ class LeaveTracker:
         )
         self._docs[context] = _Doc(origin, trusted)
         if origin is not None:
+            self._visited = True
             self._changed.add(origin)
             if not trusted:
                 self._taint(origin)

@@ -17,9 +17,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from sitekeep.errors import Unauthorized, error_json
+from sitekeep.api.errors import status_of
+from sitekeep.errors import SitekeepError, Unauthorized, error_json
 from sitekeep.model import Principal
-from sitekeep.stores.sql import TokenStore
+from sitekeep.service import Service
 
 __all__ = ["MCP_PATH", "BearerGate", "mcp_route", "principal_from_request"]
 
@@ -29,29 +30,32 @@ PRINCIPAL = "sitekeep.principal"
 
 
 class BearerGate:
-    """ASGI middleware: ``Authorization: Bearer <token>`` or a 401 JSON error."""
+    """ASGI middleware: ``Authorization: Bearer <token>`` (checked by the service) or the
+    HTTP API's error body — 401 for a missing or unknown token, 503 when the token
+    database cannot be reached."""
 
-    def __init__(self, app: ASGIApp, tokens_of: Callable[[], TokenStore]) -> None:
+    def __init__(self, app: ASGIApp, service_of: Callable[[], Service]) -> None:
         self._app = app
-        self._tokens_of = tokens_of
+        self._service_of = service_of
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        scheme, _, token = (Headers(scope=scope).get("authorization") or "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            error = Unauthorized("send Authorization: Bearer <token> (sitekeep token create)")
-        else:
-            principal = await self._tokens_of().resolve(token.strip())
-            if principal is not None:
-                await self._app({**scope, PRINCIPAL: principal}, receive, send)
-                return
-            error = Unauthorized("unknown token")
-        response = JSONResponse(
-            {"error": error_json(error)}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
-        )
-        await response(scope, receive, send)
+        try:
+            principal = await self._service_of().authenticate(
+                Headers(scope=scope).get("authorization")
+            )
+        except SitekeepError as error:
+            unauthorized = isinstance(error, Unauthorized)
+            response = JSONResponse(
+                {"error": error_json(error)},
+                status_code=status_of(error),
+                headers={"WWW-Authenticate": "Bearer"} if unauthorized else None,
+            )
+            await response(scope, receive, send)
+            return
+        await self._app({**scope, PRINCIPAL: principal}, receive, send)
 
 
 def principal_from_request(ctx: Context[Any, Any]) -> Principal:
@@ -68,7 +72,7 @@ def principal_from_request(ctx: Context[Any, Any]) -> Principal:
     return principal
 
 
-def mcp_route(server: MCPServer, tokens_of: Callable[[], TokenStore], *, host: str) -> Route:
+def mcp_route(server: MCPServer, service_of: Callable[[], Service], *, host: str) -> Route:
     """The route serving ``server`` at exactly ``/mcp`` (no redirect to ``/mcp/``, which
     some clients do not follow on POST), behind :class:`BearerGate`.
 
@@ -79,4 +83,4 @@ def mcp_route(server: MCPServer, tokens_of: Callable[[], TokenStore], *, host: s
             ``Origin`` against loopback names with any port (DNS rebinding).
     """
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
-    return Route(MCP_PATH, endpoint=BearerGate(app, tokens_of), include_in_schema=False)
+    return Route(MCP_PATH, endpoint=BearerGate(app, service_of), include_in_schema=False)

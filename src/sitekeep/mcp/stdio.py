@@ -8,22 +8,25 @@ from __future__ import annotations
 
 from sitekeep.config import Settings
 from sitekeep.mcp.server import build_server
-from sitekeep.model import Principal
 from sitekeep.service import Service
 
 __all__ = ["serve_stdio"]
 
 
-async def serve_stdio(settings: Settings, who: Principal, *, session: str) -> None:
-    """Open the service, warm the browser pool, serve MCP on stdin/stdout until the client
-    closes it, then close the service (browsers live on, SPEC §2).
+async def serve_stdio(settings: Settings, token: str, *, session: str) -> None:
+    """Open the service, check the token, warm the browser pool, serve MCP on stdin/stdout
+    until the client closes it, then close the service (browsers live on, SPEC §2).
 
     Args:
-        who: the principal every call is made as (from ``SITEKEEP_TOKEN``).
+        token: the bearer token every call is made with (``SITEKEEP_TOKEN``).
         session: the default session of calls without ``key`` (``SITEKEEP_SESSION``).
+
+    Raises:
+        Unauthorized: an unknown token. StoreUnavailable: a store cannot be reached.
     """
     service = Service.from_settings(settings)
     try:
+        who = await service.authenticate(f"Bearer {token}")
         await service.browsers.warm_up()
         server = build_server(lambda: service, lambda _ctx: who, default_session=session)
         await server.run_stdio_async()

@@ -1,26 +1,121 @@
-"""Stores: the session-store port and its backends, chosen by URL; the blob cipher."""
+"""Stores: the ports (``base``), one module per backend, chosen by URL (``urls``).
+
+=====================  ==============================================================
+session store          ``memory://`` · ``sqlite:///path`` · ``postgresql://`` · ``redis://``
+session locks          go with the session store (:mod:`sitekeep.stores.locks`)
+database               ``sqlite:///path`` · ``postgresql://`` · ``memory://``:
+                       tokens, secrets, the run ledger (and later profiles)
+=====================  ==============================================================
+
+Opening a SQL store brings its schema to the newest migration first (``migrate``).
+"""
 
 from __future__ import annotations
 
-from sitekeep.errors import InvalidInput
-from sitekeep.stores.base import Clock, SessionStore, system_clock
+from sitekeep.stores.base import Clock, SessionLocks, SessionStore, system_clock
+from sitekeep.stores.database import Database
+from sitekeep.stores.locks import FileLocks, PostgresLocks, ProcessLocks, RedisLocks
 from sitekeep.stores.memory import MemoryStore
-from sitekeep.stores.sqlite import SqliteStore
+from sitekeep.stores.migrate import head_revision, upgrade
+from sitekeep.stores.redis_store import RedisStore, connect
+from sitekeep.stores.sql_kv import SqlStore
+from sitekeep.stores.urls import StoreUrl, parse_store_url
 
-__all__ = ["SessionStore", "open_session_store"]
+__all__ = [
+    "SessionLocks",
+    "SessionStore",
+    "open_database",
+    "open_session_store",
+    "open_sessions",
+    "upgrade_stores",
+]
+
+SESSION_STORE = "SITEKEEP_SESSION_STORE"
+DATABASE = "SITEKEEP_DATABASE_URL"
+
+
+def open_database(url: str, *, migrate: bool = True) -> Database:
+    """The SQL database at ``url`` (tokens, secrets, runs), upgraded to the newest schema
+    unless ``migrate`` is false.
+
+    Raises:
+        InvalidInput: a URL that is not SQL (field ``SITEKEEP_DATABASE_URL``).
+        StoreUnavailable: the database cannot be reached or upgraded.
+    """
+    db = Database(parse_store_url(url, DATABASE, allowed=("sqlite", "postgresql", "memory")))
+    if migrate:
+        try:
+            upgrade(db)
+        except BaseException:
+            db.dispose()
+            raise
+    return db
+
+
+def upgrade_stores(database_url: str, session_url: str) -> list[tuple[str, str, str]]:
+    """``sitekeep db upgrade``: the database, and the session store when it is SQL, brought
+    to the newest schema.
+
+    Returns:
+        ``(name, revision before, revision now)`` of each upgraded store.
+
+    Raises:
+        InvalidInput: a URL naming no known backend. StoreUnavailable: a failed upgrade.
+    """
+    done = []
+    targets = [("database", database_url, DATABASE)]
+    if _session_url(session_url).is_sql and session_url != database_url:
+        targets.append(("session store", session_url, SESSION_STORE))
+    for name, url, setting in targets:
+        parsed = parse_store_url(url, setting, allowed=("sqlite", "postgresql", "memory"))
+        db = Database(parsed)
+        try:
+            done.append((name, upgrade(db), head_revision()))
+        finally:
+            db.dispose()
+    return done
+
+
+def _session_url(url: str) -> StoreUrl:
+    return parse_store_url(url, SESSION_STORE, allowed=("memory", "sqlite", "postgresql", "redis"))
 
 
 def open_session_store(url: str, clock: Clock = system_clock) -> SessionStore:
-    """The backend named by ``url``: ``memory://`` or ``sqlite:///path``.
+    """The session store ``url`` names (see the module docstring).
 
     Raises:
         InvalidInput: an unknown scheme (field ``SITEKEEP_SESSION_STORE``).
+        StoreUnavailable: a SQL store that cannot be reached or upgraded.
     """
-    if url.startswith("memory://"):
-        return MemoryStore(clock)
-    if url.startswith("sqlite:///"):
-        return SqliteStore(url, clock)
-    raise InvalidInput(
-        f"unknown session store {url.split(':', 1)[0]!r}: use memory:// or sqlite:///path",
-        field="SITEKEEP_SESSION_STORE",
-    )
+    return open_sessions(url, clock)[0]
+
+
+def open_sessions(
+    url: str, clock: Clock = system_clock, *, lock_ttl: float = 30.0
+) -> tuple[SessionStore, SessionLocks]:
+    """The session store ``url`` names and the locks that go with it.
+
+    Args:
+        lock_ttl: seconds a Redis lease lives after its last renewal (a dead holder's
+            lock is free that long after it died).
+
+    Raises:
+        InvalidInput: an unknown scheme (field ``SITEKEEP_SESSION_STORE``).
+        StoreUnavailable: a SQL store that cannot be reached or upgraded.
+    """
+    parsed = _session_url(url)
+    if parsed.scheme == "memory":
+        return MemoryStore(clock), ProcessLocks()
+    if parsed.scheme == "redis":
+        client = connect(parsed.url)
+        return RedisStore(client, parsed.prefix, clock), RedisLocks(client, parsed.prefix, lock_ttl)
+    db = Database(parsed)
+    try:
+        upgrade(db)
+    except BaseException:
+        db.dispose()
+        raise
+    if parsed.scheme == "postgresql":
+        return SqlStore(db, clock), PostgresLocks(db)
+    assert parsed.path is not None
+    return SqlStore(db, clock), FileLocks(parsed.path.parent / "locks")

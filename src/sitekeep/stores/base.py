@@ -1,17 +1,39 @@
-"""The session-store port: a key-value store of bytes with expiry (SPEC §13).
+"""The ports: what sitekeep needs of each store, as Protocols (SPEC §13).
 
-Stores take and return bytes: serialisation and encryption live above them, so no backend
-ever sees a plaintext value. One module per backend, chosen by URL (``open_session_store``);
-one contract suite (``tests/contracts``) runs against every backend.
+One Protocol per kind of store, one module per backend, chosen by URL
+(:mod:`sitekeep.stores.urls`); one contract suite per port (``tests/contracts``) runs
+against every backend. Stores take and return bytes and plain rows: serialisation and
+sealing (:mod:`sitekeep.stores.cipher`) live above them, so no backend ever sees a
+plaintext value.
+
+Every method of every port raises :class:`sitekeep.errors.StoreUnavailable` when its
+backend cannot be reached, and has then written nothing.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Protocol
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
-__all__ = ["Clock", "SessionStore", "system_clock"]
+from sitekeep.model import Role
+
+__all__ = [
+    "Clock",
+    "ClosedReason",
+    "Run",
+    "RunLedger",
+    "SecretRow",
+    "SecretStore",
+    "SessionLocks",
+    "SessionStore",
+    "TokenRow",
+    "TokenStore",
+    "Versioned",
+    "system_clock",
+]
 
 Clock = Callable[[], float]
 """Seconds since the epoch; tests pass a controllable one."""
@@ -21,19 +43,46 @@ def system_clock() -> float:
     return time.time()
 
 
-class SessionStore(Protocol):
-    """Bytes under string keys, each with an optional time to live.
+# -- sessions -------------------------------------------------------------------------------
 
-    Every method raises ``sitekeep.errors.StoreUnavailable`` when the backend cannot be
-    reached, and then has written nothing.
+
+@dataclass(frozen=True, slots=True)
+class Versioned:
+    """A stored value and its revision (1 for the first write, +1 for each later one)."""
+
+    value: bytes
+    revision: int
+
+
+class SessionStore(Protocol):
+    """Bytes under string keys, each with an optional time to live and a revision.
+
+    Expiry follows the clock the store was opened with; a backend with native expiry (Redis)
+    also lets its server drop the key then.
     """
 
     async def get(self, key: str) -> bytes | None:
         """The value, or None when absent or expired."""
         ...
 
+    async def read(self, key: str) -> Versioned | None:
+        """The value and its revision, or None when absent or expired."""
+        ...
+
     async def set(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
-        """Write ``value``; it expires ``ttl`` seconds from now (never when None)."""
+        """Write ``value`` (its revision goes up by one); it expires ``ttl`` seconds from now
+        (never when None). The value and its expiry are written at once."""
+        ...
+
+    async def write(
+        self, key: str, value: bytes, *, ttl: float | None, revision: int
+    ) -> int | None:
+        """Write ``value`` only if the key's revision is still ``revision`` (0: absent or
+        expired), atomically; as :meth:`set` otherwise.
+
+        Returns:
+            The new revision, or None when another writer came first: nothing was written.
+        """
         ...
 
     async def delete(self, *keys: str) -> int:
@@ -41,13 +90,163 @@ class SessionStore(Protocol):
         ...
 
     async def expire(self, key: str, ttl: float) -> bool:
-        """Move the key's expiry to ``ttl`` seconds from now; False when it is absent."""
+        """Move the key's expiry to ``ttl`` seconds from now; False when it is absent.
+        The revision stays."""
         ...
 
     async def keys(self, prefix: str) -> list[str]:
-        """Live keys starting with ``prefix``, sorted."""
+        """Live keys starting with ``prefix`` (matched literally, case-sensitively), sorted."""
         ...
 
     async def aclose(self) -> None:
         """Release connections."""
+        ...
+
+
+class SessionLocks(Protocol):
+    """Named mutual exclusion shared by every process that uses the same store — and, for a
+    networked backend, every machine (SPEC §13: one session, one browser).
+
+    A holder that dies lets go: its process's file lock or database connection closes, or
+    its lease (Redis) runs out ``ttl`` seconds after the last renewal. While held, a lease
+    is renewed in the background, so a call may run longer than ``ttl``.
+    """
+
+    def hold(self, name: str, *, wait: float) -> AbstractAsyncContextManager[None]:
+        """Hold ``name`` for the ``async with`` block.
+
+        Args:
+            wait: seconds to wait for it; 0 tries once.
+
+        Raises:
+            SessionBusy: not acquired within ``wait``.
+            StoreUnavailable: the backend cannot be reached.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
+
+
+# -- tokens and secrets ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRow:
+    """A bearer token as stored: its SHA-256 (hex), never the token (SPEC §1)."""
+
+    token_hash: str
+    tenant: str
+    subject: str
+    role: Role
+    created_at: float
+
+
+class TokenStore(Protocol):
+    """Bearer tokens by hash."""
+
+    async def add(self, row: TokenRow) -> None:
+        """Store a new token."""
+        ...
+
+    async def find(self, token_hash: str) -> TokenRow | None:
+        """The token with this hash, or None."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SecretRow:
+    """A secret as stored (SPEC §7): info in the clear, the values only in ``sealed``."""
+
+    tenant: str
+    name: str
+    description: str
+    hosts: tuple[str, ...]
+    keys: tuple[str, ...]
+    sealed: bytes
+    updated_at: float
+
+
+class SecretStore(Protocol):
+    """Per-tenant named secrets, rows as given."""
+
+    async def put(self, row: SecretRow) -> None:
+        """Create or replace the row of (tenant, name), at once."""
+        ...
+
+    async def get(self, tenant: str, name: str) -> SecretRow | None:
+        """One row, or None."""
+        ...
+
+    async def list(self, tenant: str) -> list[SecretRow]:
+        """The tenant's rows, sorted by name."""
+        ...
+
+    async def delete(self, tenant: str, name: str) -> bool:
+        """Delete one row; whether it existed."""
+        ...
+
+
+# -- the run ledger --------------------------------------------------------------------------
+
+ClosedReason = Literal["closed", "expired", "reaped", "crashed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One live (or once live) browser (SPEC §13 run ledger).
+
+    Attributes:
+        id: the run's id, made when its browser was reserved.
+        endpoint, webdriver_session: where the browser runs (the WebDriver server and its
+            session id: a Grid session id, or the embedded driver's); None until started.
+        replica: the process that opened it (host:pid), for people reading the ledger.
+    """
+
+    id: str
+    tenant: str
+    session: str
+    browser: str
+    opened_at: float
+    endpoint: str | None = None
+    webdriver_session: str | None = None
+    closed_at: float | None = None
+    closed_reason: ClosedReason | None = None
+    replica: str = ""
+
+
+class RunLedger(Protocol):
+    """The run ledger: reservations under caps, starts, closes, lists."""
+
+    async def reserve(
+        self, run: Run, *, per_tenant: int | None, total: int | None
+    ) -> Literal["tenant", "global"] | None:
+        """Add ``run`` (open, not started) unless a cap is reached, counting the open runs
+        of every replica except those of the same (tenant, session). Two reservations never
+        both pass a cap that only one fits under.
+
+        Returns:
+            None when added; else the scope whose cap is reached (nothing was added).
+        """
+        ...
+
+    async def started(self, run_id: str, endpoint: str, webdriver_session: str) -> None:
+        """Record where the run's browser runs."""
+        ...
+
+    async def close(self, webdriver_session: str, *, at: float, reason: ClosedReason) -> int:
+        """Close the open runs of this WebDriver session; how many."""
+        ...
+
+    async def close_run(self, run_id: str, *, at: float, reason: ClosedReason) -> bool:
+        """Close one open run; whether it was open."""
+        ...
+
+    async def open_runs(self) -> list[Run]:
+        """Every open run of every tenant, oldest first."""
+        ...
+
+    async def list(self, tenant: str | None, *, open_only: bool, limit: int) -> list[Run]:
+        """Runs of ``tenant`` (every tenant when None), newest first, at most ``limit``."""
         ...

@@ -201,10 +201,9 @@ async def sign_in_page(request: Request) -> HTMLResponse:
     return _render("sign_in.html", error=None, signed_out="out" in request.query_params)
 
 
-async def _resolve_token(request: Request, token: str) -> Principal | None:
-    # The token store is the app's (api.app); a sign-in asks it once and keeps no token.
-    resolved: Principal | None = await request.app.state.tokens.resolve(token)
-    return resolved
+async def _resolve_token(svc: Service, token: str) -> Principal | None:
+    # The service's one authenticator; a sign-in asks it once and keeps no token.
+    return await svc.auth.resolve(token)
 
 
 @router.post("/admin/sign-in")
@@ -213,7 +212,7 @@ async def sign_in(request: Request, svc: Svc) -> Response:
     cookie (never the token), after ending any sign-in the browser had."""
     check_origin(request)  # no other site signs this browser in to its own account
     token = (await read_form(request)).get("token", "").strip()
-    who = await _resolve_token(request, token) if token else None
+    who = await _resolve_token(svc, token) if token else None
     if who is None:
         return _render("sign_in.html", 401, error="That is not a token of this server.")
     if who.role != "admin":

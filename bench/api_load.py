@@ -1,0 +1,294 @@
+"""API load: requests per second and p99 of reads that touch no browser (SPEC §16, §13).
+
+Runs real ``sitekeep serve`` processes and a load generator of 50 concurrent keep-alive
+connections (its own process, a minimal HTTP/1.1 client over asyncio streams, so the
+client costs little of the machine's CPU) against:
+
+* ``GET /v1/sessions/{key}`` — a session whose browser is closed (the record, the snapshot
+  summary; no browser is reached),
+* ``GET /admin/runs`` and ``GET /v1/secrets`` — the admin reads,
+
+in three set-ups, side by side: one replica on the embedded SQLite stores, one replica on
+Redis + PostgreSQL, and two replicas on the same Redis + PostgreSQL (connections split
+between them). Prints req/s, p50 and p99 per read and set-up, the ratio of two replicas to
+one, and each figure against the target (≥ 2,000 req/s, p99 ≤ 50 ms on one replica).
+
+Everything stays on loopback; each run is bounded in requests and in time. Uses the shared
+Redis and PostgreSQL of the test machine (a fresh database and key prefix, removed after).
+
+    .venv/bin/python bench/api_load.py [--requests 20000] [--clients 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fixtures.databases import (  # noqa: E402
+    REDIS_URL,
+    clear_redis_prefix,
+    fresh_postgres_database,
+    redis_prefix,
+)
+from fixtures.serve import Serve, sitekeep_env  # noqa: E402
+
+TARGET_RPS = 2000
+TARGET_P99_MS = 50.0
+TIME_LIMIT = 60.0
+"""Seconds one measurement may take at most (it stops early, and says so)."""
+
+
+@dataclass
+class Result:
+    requests: int
+    seconds: float
+    latencies_ms: list[float]
+    errors: int
+    server_cpu_ms: float
+    """CPU time the replicas spent per request (user + system), in ms: what a request costs
+    whatever else runs on the machine; 1000 / this is one core's ceiling in req/s."""
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds
+
+    def pct(self, q: float) -> float:
+        ordered = sorted(self.latencies_ms)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# -- the load generator (its own process) ---------------------------------------------------
+
+
+async def _connection(
+    port: int, request: bytes, count: int, latencies: list[float], deadline: float
+) -> int:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    errors = 0
+    try:
+        for _ in range(count):
+            if time.monotonic() > deadline:
+                break
+            started = time.perf_counter()
+            writer.write(request)
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n"):
+                if line[:15].lower() == b"content-length:":
+                    length = int(line[15:])
+            await reader.readexactly(length)
+            latencies.append((time.perf_counter() - started) * 1000)
+            if not head.startswith(b"HTTP/1.1 200"):
+                errors += 1
+    finally:
+        writer.close()
+    return errors
+
+
+async def _load(
+    ports: list[int], path: str, token: str, total: int, clients: int
+) -> tuple[int, float, list[float], int]:
+    latencies: list[float] = []
+    requests = [
+        (
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            f"Authorization: Bearer {token}\r\n\r\n"
+        ).encode()
+        for port in ports
+    ]
+    deadline = time.monotonic() + TIME_LIMIT
+    started = time.perf_counter()
+    errors = await asyncio.gather(
+        *(
+            _connection(
+                ports[i % len(ports)],
+                requests[i % len(ports)],
+                total // clients,
+                latencies,
+                deadline,
+            )
+            for i in range(clients)
+        )
+    )
+    return len(latencies), time.perf_counter() - started, latencies, sum(errors)
+
+
+def _load_process(args: tuple[list[int], str, str, int, int], out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    out.put(asyncio.run(_load(*args)))
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (``/proc/<pid>/stat``)."""
+    with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(
+    ports: list[int], pids: list[int], path: str, token: str, total: int, clients: int
+) -> Result:
+    """``total`` GETs of ``path`` over ``clients`` connections, from another process, after
+    a warm-up; and the CPU the replicas (``pids``) spent on them."""
+    context = multiprocessing.get_context("spawn")
+    out: multiprocessing.Queue = context.Queue()  # type: ignore[type-arg]
+    # A short warm-up first: connections, caches, the JIT-free but lazy imports.
+    for count in (min(total, 2000), total):
+        process = context.Process(
+            target=_load_process, args=((ports, path, token, count, clients), out)
+        )
+        before = sum(cpu_seconds(pid) for pid in pids)
+        process.start()
+        requests, seconds, latencies, errors = out.get(timeout=TIME_LIMIT + 60)
+        process.join(30)
+        used = sum(cpu_seconds(pid) for pid in pids) - before
+    return Result(requests, seconds, latencies, errors, used * 1000 / max(requests, 1))
+
+
+# -- the set-ups ------------------------------------------------------------------------------
+
+
+def _admin(replica: Serve, token: str, method: str, path: str, body: object = None) -> dict:  # type: ignore[type-arg]
+    with replica.client(token) as http:
+        reply = http.request(method, path, json=body)
+    reply.raise_for_status()
+    result: dict = reply.json()  # type: ignore[type-arg]
+    return result
+
+
+def _token(env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "sitekeep"),
+            "token",
+            "create",
+            "--tenant",
+            "bench",
+            "--subject",
+            "admin",
+            "--admin",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def seed(replica: Serve, token: str) -> None:
+    """One session with a closed browser, one secret, a few ledger rows."""
+    _admin(replica, token, "POST", "/v1/sessions", {"key": "s1"})
+    _admin(replica, token, "DELETE", "/v1/sessions/s1/browser")
+    _admin(
+        replica,
+        token,
+        "PUT",
+        "/v1/secrets/login",
+        {"hosts": ["app.example.test"], "values": {"password": "dummy-bench-pass"}},
+    )
+
+
+READS = ("/v1/sessions/s1", "/admin/runs", "/v1/secrets")
+
+
+def run_setup(
+    name: str, env: dict[str, str], replicas: int, total: int, clients: int, work: Path
+) -> dict[str, Result]:
+    token = _token({**env, "SITEKEEP_DATA_DIR": str(work / "r0")})
+    servers = [
+        Serve({**env, "SITEKEEP_DATA_DIR": str(work / f"r{i}")}).start() for i in range(replicas)
+    ]
+    try:
+        seed(servers[0], token)
+        results = {}
+        for path in READS:
+            pids = [s.process.pid for s in servers if s.process is not None]
+            results[path] = measure([s.port for s in servers], pids, path, token, total, clients)
+            r = results[path]
+            print(
+                f"  {name:<28} {path:<18} {r.rps:8.0f} req/s  p50 {r.pct(0.5):6.1f} ms  "
+                f"p99 {r.pct(0.99):6.1f} ms  server CPU {r.server_cpu_ms:.2f} ms/request  "
+                f"errors {r.errors}",
+                flush=True,
+            )
+        return results
+    finally:
+        for server in servers:
+            server.stop()
+        subprocess.run(
+            [str(Path(sys.executable).parent / "sitekeep"), "stop"],
+            env={**env, "SITEKEEP_DATA_DIR": str(work / "r0")},
+            capture_output=True,
+            timeout=120,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=20_000, help="per read and set-up")
+    parser.add_argument("--clients", type=int, default=50, help="concurrent connections")
+    args = parser.parse_args()
+    base = sitekeep_env(SITEKEEP_WARM_BROWSERS="0", SITEKEEP_REAP_INTERVAL="3600")
+    print(f"{args.requests} GETs per read, {args.clients} connections, {os.cpu_count()} cores")
+    table: dict[str, dict[str, Result]] = {}
+    with tempfile.TemporaryDirectory(prefix="sitekeep-bench-") as tmp:
+        work = Path(tmp)
+        table["1 replica, SQLite"] = run_setup(
+            "1 replica, SQLite", base, 1, args.requests, args.clients, work / "embedded"
+        )
+        prefix = redis_prefix()
+        with fresh_postgres_database() as database:
+            shared = {
+                **base,
+                "SITEKEEP_SESSION_STORE": f"{REDIS_URL}?prefix={prefix}",
+                "SITEKEEP_DATABASE_URL": database,
+                "SITEKEEP_MASTER_KEY": base64.b64encode(os.urandom(32)).decode(),
+            }
+            try:
+                for replicas in (1, 2):
+                    name = f"{replicas} replica{'s' if replicas > 1 else ''}, Redis+PostgreSQL"
+                    table[name] = run_setup(
+                        name,
+                        shared,
+                        replicas,
+                        args.requests,
+                        args.clients,
+                        work / f"shared{replicas}",
+                    )
+            finally:
+                clear_redis_prefix(REDIS_URL, prefix)
+    print()
+    load = os.getloadavg()[0]
+    print(f"load average {load:.1f} on {os.cpu_count()} cores during the run")
+    print(f"{'read':<18} {'set-up':<30} {'req/s':>8} {'p99 ms':>8} {'CPU ms':>7}  target")
+    for path in READS:
+        for name, results in table.items():
+            r = results[path]
+            ok = r.rps >= TARGET_RPS and r.pct(0.99) <= TARGET_P99_MS
+            ceiling = 1000 / r.server_cpu_ms if r.server_cpu_ms else float("inf")
+            print(
+                f"{path:<18} {name:<30} {r.rps:8.0f} {r.pct(0.99):8.1f} {r.server_cpu_ms:7.2f}  "
+                f"{'met' if ok else 'missed'} ({r.rps / TARGET_RPS:.2f}x of {TARGET_RPS} req/s; "
+                f"one free core: {ceiling:.0f} req/s)"
+            )
+        one = table["1 replica, Redis+PostgreSQL"][path].rps
+        two = table["2 replicas, Redis+PostgreSQL"][path].rps
+        print(f"{path:<18} {'2 replicas / 1 replica':<30} {two / one:8.2f}x")
+    print(json.dumps({n: {p: round(r.rps) for p, r in rs.items()} for n, rs in table.items()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""Every SQL table of sitekeep, in one ``MetaData`` (SQLAlchemy Core, SPEC §13).
+
+The tables are made and changed only by the Alembic migrations in
+``sitekeep/stores/migrations`` (``sitekeep db upgrade``, and on start); a test checks that
+the migrations at head build exactly this schema, on SQLite and on PostgreSQL.
+
+* ``kv`` — the SQL session store: bytes under string keys, an expiry and a revision.
+* ``tokens`` — bearer tokens, by SHA-256 only (SPEC §1).
+* ``secrets`` — the secrets catalogue, values sealed (SPEC §7, §12).
+* ``runs`` — the run ledger: one row per live browser (SPEC §13).
+* ``run_guard`` — one row that every run reservation updates first, so cap checks of two
+  replicas run one after the other (a row lock on PostgreSQL, the write lock on SQLite).
+
+Times are float seconds since the epoch.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+__all__ = ["kv", "metadata", "run_guard", "runs", "secrets", "tokens"]
+
+metadata = sa.MetaData()
+
+kv = sa.Table(
+    "kv",
+    metadata,
+    sa.Column("key", sa.String, primary_key=True),
+    sa.Column("value", sa.LargeBinary, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=True, index=True),
+    sa.Column("revision", sa.BigInteger, nullable=False, server_default="0"),
+)
+
+tokens = sa.Table(
+    "tokens",
+    metadata,
+    sa.Column("token_hash", sa.String(64), primary_key=True),
+    sa.Column("tenant", sa.String, nullable=False, index=True),
+    sa.Column("subject", sa.String, nullable=False),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+secrets = sa.Table(
+    "secrets",
+    metadata,
+    sa.Column("tenant", sa.String, primary_key=True),
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("description", sa.String, nullable=False),
+    sa.Column("hosts", sa.String, nullable=False),  # JSON list of patterns
+    sa.Column("keys", sa.String, nullable=False),  # JSON list of key names
+    sa.Column("sealed", sa.LargeBinary, nullable=False),  # envelope of {hosts, values}
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("tenant", sa.String, nullable=False),
+    sa.Column("session", sa.String, nullable=False),
+    sa.Column("browser", sa.String(16), nullable=False),
+    sa.Column("endpoint", sa.String, nullable=True),  # the WebDriver server
+    sa.Column("webdriver_session", sa.String, nullable=True, index=True),
+    sa.Column("opened_at", sa.Float, nullable=False),
+    sa.Column("closed_at", sa.Float, nullable=True, index=True),
+    sa.Column("closed_reason", sa.String(16), nullable=True),
+    sa.Column("replica", sa.String, nullable=False, server_default=""),
+)
+
+run_guard = sa.Table(
+    "run_guard",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("reservations", sa.BigInteger, nullable=False, server_default="0"),
+)

@@ -1,0 +1,140 @@
+"""``sqlite:///path`` (the embedded default) and ``postgresql://`` — the session store as a
+``kv`` table (SQLAlchemy Core; one code path for both dialects).
+
+Expired rows read as absent and are purged on write. Blocking calls run in worker threads
+(:class:`~sitekeep.stores.database.Database`). A conditional write is one ``UPDATE … WHERE
+revision = ?`` (or one ``INSERT`` that the primary key refuses when another writer came
+first), so it is atomic on both dialects.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from sitekeep.stores.base import Clock, Versioned, system_clock
+from sitekeep.stores.database import Database
+from sitekeep.stores.schema import kv
+
+__all__ = ["SqlStore"]
+
+_WHAT = "the session store"
+_READ = sa.select(kv.c.value, kv.c.revision).where(
+    kv.c.key == sa.bindparam("key"),
+    sa.or_(kv.c.expires_at.is_(None), kv.c.expires_at > sa.bindparam("now")),
+)
+"""The hot read, built once (half its cost is building a statement each call)."""
+
+
+class SqlStore:
+    """The ``kv`` table of a SQL database; see ``SessionStore`` for the contract."""
+
+    def __init__(self, db: Database, clock: Clock = system_clock) -> None:
+        self._db = db
+        self._clock = clock
+
+    def _alive(self) -> sa.ColumnElement[bool]:
+        return sa.or_(kv.c.expires_at.is_(None), kv.c.expires_at > self._clock())
+
+    def _expiry(self, ttl: float | None) -> float | None:
+        return None if ttl is None else self._clock() + ttl
+
+    async def get(self, key: str) -> bytes | None:
+        found = await self.read(key)
+        return found.value if found else None
+
+    async def read(self, key: str) -> Versioned | None:
+        def read(conn: sa.Connection) -> Versioned | None:
+            row = conn.execute(_READ, {"key": key, "now": self._clock()}).first()
+            return Versioned(bytes(row.value), int(row.revision)) if row else None
+
+        return await self._db.run(_WHAT, read, write=False)
+
+    async def set(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
+        expires = self._expiry(ttl)
+
+        def attempt(conn: sa.Connection) -> bool:
+            try:
+                with conn.begin():
+                    conn.execute(sa.delete(kv).where(kv.c.expires_at <= self._clock()))
+                    updated = conn.execute(
+                        sa.update(kv)
+                        .where(kv.c.key == key)
+                        .values(value=value, expires_at=expires, revision=kv.c.revision + 1)
+                    )
+                    if updated.rowcount == 0:
+                        conn.execute(
+                            sa.insert(kv).values(
+                                key=key, value=value, expires_at=expires, revision=1
+                            )
+                        )
+            except IntegrityError:
+                return False  # another writer inserted it first: update theirs
+            return True
+
+        def write(conn: sa.Connection) -> None:
+            if not attempt(conn):
+                attempt(conn)
+
+        await self._db.run(_WHAT, write, write=False)
+
+    async def write(
+        self, key: str, value: bytes, *, ttl: float | None, revision: int
+    ) -> int | None:
+        expires = self._expiry(ttl)
+
+        def write(conn: sa.Connection) -> int | None:
+            try:
+                with conn.begin():
+                    if revision == 0:
+                        conn.execute(sa.delete(kv).where(kv.c.key == key, ~self._alive()))
+                        conn.execute(
+                            sa.insert(kv).values(
+                                key=key, value=value, expires_at=expires, revision=1
+                            )
+                        )
+                        return 1
+                    updated = conn.execute(
+                        sa.update(kv)
+                        .where(kv.c.key == key, kv.c.revision == revision, self._alive())
+                        .values(value=value, expires_at=expires, revision=revision + 1)
+                    )
+                    return revision + 1 if updated.rowcount == 1 else None
+            except IntegrityError:
+                return None
+
+        return await self._db.run(_WHAT, write, write=False)
+
+    async def delete(self, *keys: str) -> int:
+        def remove(conn: sa.Connection) -> int:
+            live = conn.execute(
+                sa.select(sa.func.count()).where(kv.c.key.in_(keys), self._alive())
+            ).scalar_one()
+            conn.execute(sa.delete(kv).where(kv.c.key.in_(keys)))
+            return int(live)
+
+        return await self._db.run(_WHAT, remove, write=True) if keys else 0
+
+    async def expire(self, key: str, ttl: float) -> bool:
+        def move(conn: sa.Connection) -> bool:
+            result = conn.execute(
+                sa.update(kv)
+                .where(kv.c.key == key, self._alive())
+                .values(expires_at=self._clock() + ttl)
+            )
+            return result.rowcount > 0
+
+        return await self._db.run(_WHAT, move, write=True)
+
+    async def keys(self, prefix: str) -> list[str]:
+        # substr, not LIKE: SQLite's LIKE ignores ASCII case, and tenants differ by case.
+        head = sa.func.substr(kv.c.key, 1, len(prefix))
+
+        def scan(conn: sa.Connection) -> list[str]:
+            rows = conn.execute(sa.select(kv.c.key).where(head == prefix, self._alive()))
+            return sorted(r[0] for r in rows)  # code-point order, whatever the collation
+
+        return await self._db.run(_WHAT, scan, write=False)
+
+    async def aclose(self) -> None:
+        self._db.dispose()

@@ -1,0 +1,98 @@
+"""Bearer tokens (SPEC §1): the ``TokenStore`` port on every SQL backend, and the one
+``Authorization`` parser above it (``sitekeep.auth``)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+import sqlalchemy as sa
+
+from sitekeep.auth import Authenticator, hash_token
+from sitekeep.errors import InvalidInput, Unauthorized
+from sitekeep.model import Principal
+from sitekeep.stores import schema
+from sitekeep.stores.base import TokenRow
+from sitekeep.stores.database import Database
+from sitekeep.stores.tokens import SqlTokenStore
+
+from .conftest import SQL_BACKENDS, ids
+
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("backend", SQL_BACKENDS, ids=ids)]
+
+
+@pytest.fixture
+def auth(database: Database) -> Authenticator:
+    return Authenticator(SqlTokenStore(database), lambda: 1_700_000_000.0)
+
+
+async def test_the_store_returns_the_row_it_was_given(database: Database) -> None:
+    store = SqlTokenStore(database)
+    row = TokenRow("ab" * 32, "t1", "agent@example.test", "admin", 1.25)
+    await store.add(row)
+    assert await store.find("ab" * 32) == row
+    assert await store.find("cd" * 32) is None
+
+
+async def test_a_created_token_resolves_to_its_principal(auth: Authenticator) -> None:
+    token = await auth.create("tenant-1", "agent@example.test", "admin")
+    assert token.startswith("sk_") and len(token) > 40
+    assert await auth.resolve(token) == Principal("tenant-1", "agent@example.test", "admin")
+    assert await auth.principal(f"Bearer {token}") == await auth.resolve(token)
+
+
+async def test_each_create_issues_a_different_token(auth: Authenticator) -> None:
+    first = await auth.create("t1", "agent", "member")
+    second = await auth.create("t1", "agent", "member")
+    assert first != second
+    assert await auth.resolve(first) == await auth.resolve(second)
+
+
+async def test_an_unknown_token_resolves_to_none_and_is_unauthorized(auth: Authenticator) -> None:
+    await auth.create("t1", "agent", "member")
+    assert await auth.resolve("sk_not-a-real-token") is None
+    with pytest.raises(Unauthorized) as caught:
+        await auth.principal("Bearer sk_not-a-real-token")
+    assert caught.value.message == "unknown token"
+
+
+async def test_only_the_sha256_of_a_token_is_stored(
+    auth: Authenticator, database: Database
+) -> None:
+    token = await auth.create("t1", "agent", "member")
+    with database.engine.connect() as conn:
+        rows = conn.execute(sa.select(schema.tokens)).all()
+    stored = "".join(str(value) for row in rows for value in row)
+    assert token not in stored and token.removeprefix("sk_") not in stored
+    assert rows[0].token_hash == hashlib.sha256(token.encode()).hexdigest() == hash_token(token)
+
+
+@pytest.mark.parametrize(
+    ("tenant", "subject", "field"),
+    [
+        ("", "agent", "tenant"),
+        ("t 1", "agent", "tenant"),
+        ("t1", "", "subject"),
+        ("t1", "agent/../x", "subject"),
+        ("t1", "a" * 129, "subject"),
+    ],
+)
+async def test_a_bad_tenant_or_subject_is_invalid_input_naming_the_field(
+    auth: Authenticator, tenant: str, subject: str, field: str
+) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        await auth.create(tenant, subject, "member")
+    assert caught.value.field == field
+
+
+async def test_a_resolved_token_is_remembered_so_reads_skip_the_database(
+    database: Database,
+) -> None:
+    store = SqlTokenStore(database)
+    auth = Authenticator(store)
+    token = await auth.create("t1", "agent", "member")
+    assert await auth.resolve(token) is not None
+    with database.engine.begin() as conn:
+        conn.execute(sa.delete(schema.tokens))
+    assert await auth.resolve(token) == Principal("t1", "agent", "member")  # cached
+    assert await Authenticator(store).resolve(token) is None  # a new replica asks the store
