@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -34,11 +35,12 @@ from sitekeep.errors import Forbidden, InvalidInput, NotFound, SitekeepError, St
 from sitekeep.flows import run_steps
 from sitekeep.model import (
     RECORD_JSON,
-    SITE_DATA_JSON,
     BrowserKind,
     Principal,
     SessionRecord,
     SiteData,
+    dump_site_data,
+    load_site_data,
 )
 from sitekeep.operations import HANDLERS, Call
 from sitekeep.policy import check_key, check_url
@@ -131,11 +133,11 @@ class Service:
         if sealed is None:
             return None
         plain = self._cipher.open(sealed, tenant=tenant, kind="site-data", ident=key)
-        return SITE_DATA_JSON.validate_json(plain)
+        return load_site_data(plain)
 
     async def _put_snapshot(self, tenant: str, key: str, snapshot: SiteData) -> None:
         sealed = self._cipher.seal(
-            SITE_DATA_JSON.dump_json(snapshot), tenant=tenant, kind="site-data", ident=key
+            dump_site_data(snapshot), tenant=tenant, kind="site-data", ident=key
         )
         await self._store.set(
             self._snapshot_key(tenant, key), sealed, ttl=self.settings.session_ttl
@@ -201,7 +203,7 @@ class Service:
         """Add where the browser landed (or withhold it), bump the history with every URL
         the call reached, hand out a pending reopen report once, store the record."""
         page, withheld = await self.where(call)
-        result = {**result, **_landing(page, withheld)}
+        result = _well_formed({**result, **_landing(page, withheld)})
         now = self._clock()
         record = call.record
         if record.reopened is not None:
@@ -527,7 +529,7 @@ class Service:
             "cookies": len(snapshot.cookies),
             "sites": [o for o in order if o in snapshot.origins]
             + sorted(set(snapshot.origins) - set(order)),
-            "skipped": [{"site": s.site, "reason": s.reason} for s in skipped],
+            "skipped": [s.as_json() for s in skipped],
             "spare_reads": read.spare_reads,
         }
         return {"saved": saved, "uri": self._site_data_uri(record.key)}
@@ -544,17 +546,19 @@ class Service:
         url = page.url if page else record.url
         withheld = url is not None and await self._holds_secret(who.tenant, record, url)
         snapshot = await self._load_snapshot(who.tenant, key)
-        return {
-            "key": key,
-            **({"url_withheld": True} if withheld else {"url": url}),
-            "title": page.title if page else None,
-            "browser": {"kind": record.kind, "live": live is not None},
-            "site_data": {
-                "saved_at": snapshot.saved_at if snapshot else None,
-                "hosts": len(sitedata.host_rows(snapshot, record.history)) if snapshot else 0,
-                "uri": self._site_data_uri(key),
-            },
-        }
+        return _well_formed(
+            {
+                "key": key,
+                **({"url_withheld": True} if withheld else {"url": url}),
+                "title": page.title if page else None,
+                "browser": {"kind": record.kind, "live": live is not None},
+                "site_data": {
+                    "saved_at": snapshot.saved_at if snapshot else None,
+                    "hosts": len(sitedata.host_rows(snapshot, record.history)) if snapshot else 0,
+                    "uri": self._site_data_uri(key),
+                },
+            }
+        )
 
     async def end_browsers(self) -> int:
         """End every session's browser and every pool browser on this data dir, then the
@@ -656,7 +660,28 @@ class Service:
         snapshot = await self._load_snapshot(who.tenant, key)
         if snapshot is None:
             raise NotFound("site", site)
-        return {"key": key, **sitedata.host_view(snapshot, site)}
+        return _well_formed({"key": key, **sitedata.host_view(snapshot, site)})
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _well_formed(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with each lone UTF-16 surrogate in its strings (a page's title, a storage
+    key, a value in the owner's view) replaced by U+FFFD, so every facade can encode it as
+    UTF-8. Results show state; the snapshot keeps it exactly (``model.json_bytes``)."""
+    cleaned: dict[str, Any] = _scrub(result)
+    return cleaned
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if value.isascii() else _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v) for v in value]
+    return value
 
 
 def _landing(page: PageInfo, withheld: bool) -> dict[str, Any]:

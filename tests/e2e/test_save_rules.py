@@ -13,7 +13,7 @@ from fixtures.sites import Sites
 from sitekeep.browser.driver import LocalChromedriver, delete_session
 from sitekeep.browser.save import SW_REASON
 from sitekeep.history import origin_of
-from sitekeep.model import SITE_DATA_JSON
+from sitekeep.model import dump_site_data
 from support import Api, ApiFactory
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -100,7 +100,7 @@ async def test_size_capped_save_leaves_out_the_oldest_origin(
     snapshot = await api.snapshot("c")
     assert oldest not in snapshot.origins
     assert origin_of(sites.url("o3.example.test")) in snapshot.origins
-    assert len(SITE_DATA_JSON.dump_json(snapshot)) <= 1500
+    assert len(dump_site_data(snapshot)) <= 1500
 
 
 async def test_cookies_alone_over_the_cap_are_refused_and_the_old_snapshot_stands(

@@ -70,7 +70,7 @@ class RestoreReport:
     def as_json(self) -> dict[str, Any]:
         return {
             "restored": list(self.restored),
-            "skipped": [{"site": s.site, "reason": s.reason} for s in self.skipped],
+            "skipped": [s.as_json() for s in self.skipped],
         }
 
 

@@ -44,7 +44,7 @@ PRELOAD = """(channel) => {
     try { trusted = window.top.location.origin === origin; } catch (e) { trusted = false; }
   }
   const read = () => {
-    const out = {};
+    const out = Object.create(null);  // "__proto__" is a key like any other
     try {
       for (let i = 0; i < localStorage.length; i++) {
         const k = localStorage.key(i);
@@ -67,7 +67,7 @@ with the top may see partitioned storage, so it reports as untrusted, without co
 
 READ = """(withSession) => {
   const dump = (s) => {
-    const out = {};
+    const out = Object.create(null);  // "__proto__" is a key like any other
     for (let i = 0; i < s.length; i++) { const k = s.key(i); out[k] = s.getItem(k); }
     return out;
   };
