@@ -29,7 +29,7 @@ from sitekeep.admin import Admin
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.manager import BrowserManager
 from sitekeep.browser.restore import restore
-from sitekeep.browser.save import save_read
+from sitekeep.browser.save import lost_reason, save_read, settle_jar
 from sitekeep.config import Settings
 from sitekeep.errors import Forbidden, InvalidInput, NotFound, SitekeepError, StoreUnavailable
 from sitekeep.flows import run_steps
@@ -513,9 +513,10 @@ class Service:
         read = await save_read(browser, order, deadline=self.settings.save_deadline, full=full)
         previous = await self._load_snapshot(record.tenant, record.key)
         session = read.session if read.session_read or previous is None else previous.session
+        cookies = settle_jar(browser, read.cookies, previous.cookies if previous else ())
         snapshot, skipped = sitedata.compose(
             previous,
-            cookies=read.cookies,
+            cookies=cookies,
             read=read.local,
             session=session,
             not_read=read.not_read,
@@ -523,6 +524,7 @@ class Service:
             saved_at=self._clock(),
             cap=self.settings.snapshot_cap,
         )
+        skipped.extend(lost_reason(c) for c in read.lost_cookies)
         await self._put_snapshot(record.tenant, record.key, snapshot)
         call.page = page
         saved = {

@@ -12,7 +12,7 @@ from typing import Any
 
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.scripts import READ
-from sitekeep.cookies import from_bidi
+from sitekeep.cookies import from_bidi, value_lost
 from sitekeep.errors import BidiError, BidiTimeout
 from sitekeep.history import origin_of
 from sitekeep.model import Cookie
@@ -47,10 +47,23 @@ class DocRead:
         )
 
 
-async def read_cookies(browser: LiveBrowser) -> list[Cookie]:
-    """The whole jar, httpOnly included, every domain (``storage.getCookies``)."""
+async def read_cookies(browser: LiveBrowser, lost: list[Cookie] | None = None) -> list[Cookie]:
+    """The whole jar, httpOnly included, every domain (``storage.getCookies``).
+
+    Args:
+        lost: when given, cookies whose value the browser reported without some of its
+            bytes (``cookies.value_lost``) go here instead of into the result.
+    """
     result = await browser.conn.send("storage.getCookies", {})
-    return [from_bidi(raw, browser.ref.kind) for raw in result.get("cookies", [])]
+    kind = browser.ref.kind
+    jar: list[Cookie] = []
+    for raw in result.get("cookies", []):
+        cookie = from_bidi(raw, kind)
+        if lost is not None and value_lost(raw, kind):
+            lost.append(cookie)
+        else:
+            jar.append(cookie)
+    return jar
 
 
 def _contexts(tree: Iterable[Mapping[str, Any]]) -> list[tuple[str, str | None]]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sitekeep.browser.bidi import BidiConnection
+from sitekeep.browser.samesite import SameSiteLog
 from sitekeep.browser.tracker import LeaveTracker
 from sitekeep.errors import (
     BidiError,
@@ -54,6 +55,8 @@ class LiveBrowser:
     context: str
     navigation_timeout: float = 30.0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    same_site: SameSiteLog = field(default_factory=SameSiteLog)
+    """What the ``Set-Cookie`` headers this socket saw said about SameSite (Chromium)."""
 
     async def evaluate_json(
         self, function: str, *args: Any, context: str | None = None, await_promise: bool = False

@@ -37,14 +37,16 @@ from sitekeep.browser.spare import SparePage, SpareResponder
 from sitekeep.cookies import (
     as_stored,
     cookie_host,
+    cookie_key,
     is_unexpired,
+    needs_header,
     set_by_response,
     to_bidi,
     to_set_cookie,
 )
 from sitekeep.errors import BidiError, BrowserUnavailable
 from sitekeep.history import host_of, origin_of
-from sitekeep.model import Cookie, SiteData, Skipped
+from sitekeep.model import BrowserKind, Cookie, SiteData, Skipped
 from sitekeep.sites import group_by_site
 
 __all__ = ["RestoreReport", "restore"]
@@ -104,20 +106,36 @@ class _Restore:
         self.browser = browser
         self.snapshot = snapshot
         self.now = now
-        self.cookies = [c for c in snapshot.cookies if is_unexpired(c, now)]
-        self.payloads = _payloads(snapshot)
         self.report = RestoreReport()
+        kind = browser.ref.kind
+        self.cookies: list[Cookie] = []
+        for cookie in snapshot.cookies:
+            if not is_unexpired(cookie, now):
+                continue
+            if needs_header(cookie, kind) and to_set_cookie(cookie, kind) is None:
+                self.report.skip(cookie_host(cookie), _unwritable(cookie, kind))
+                continue
+            self.cookies.append(cookie)
+            if kind == "chromium":  # the next save reads its SameSite as written here
+                browser.same_site.note(cookie_key(cookie), cookie.same_site)
+        self.payloads = _payloads(snapshot)
+        self.report_pages: set[str] = set(self.payloads)
         self.written: dict[str, dict[str, str]] = {}
         self.loads: Loads | None = None
 
     async def run(self, land: str | None) -> None:
         landing = origin_of(land) if land else None
-        if land and landing is not None and set(self.payloads) == {landing}:
+        kind = self.browser.ref.kind
+        headed = [c for c in self.cookies if needs_header(c, kind)]
+        if land and landing is not None and set(self.payloads) == {landing} and not headed:
             await _set_cookies(self.browser, self.cookies)
             await _check_cookies(self.browser, self.cookies, self.report, self.now)
             await self.land_with_preload(land, self.payloads[landing])
             return
-        carried = _carriers(self.cookies, list(self.payloads))
+        for cookie in headed:  # a spare page of its own where no storage page can set it
+            if not any(set_by_response(cookie, o) for o in self.payloads):
+                self.payloads.setdefault(_cookie_origin(cookie), {})
+        carried = _carriers(self.cookies, list(self.payloads), kind)
         riding = {id(c) for cs in carried.values() for c in cs}
         await _set_cookies(self.browser, [c for c in self.cookies if id(c) not in riding])
         landed: asyncio.Task[None] | None = None
@@ -161,9 +179,10 @@ class _Restore:
             for origin in members:
                 result = acks.get(origin, "its spare page did not load")
                 if result == "ok":
-                    self.report.add_host(host_of(origin))
+                    if origin in self.report_pages:
+                        self.report.add_host(host_of(origin))
                     self.written[origin] = dict(self.payloads[origin].get("local") or {})
-                else:
+                elif origin in self.report_pages:
                     self.report.skip(host_of(origin), f"storage not written: {result}")
 
     async def write_site(
@@ -173,15 +192,17 @@ class _Restore:
         carried: Mapping[str, Sequence[Cookie]],
     ) -> dict[str, str]:
         """One navigation: the top page and a frame per other origin write as they parse."""
+        browser = self.browser
         pages = {
             o: SparePage(
                 script=inline_write(self.payloads[o], top=(i == 0)),
-                set_cookie=tuple(v for c in carried.get(o, ()) if (v := to_set_cookie(c))),
+                set_cookie=tuple(
+                    v for c in carried.get(o, ()) if (v := to_set_cookie(c, browser.ref.kind))
+                ),
             )
             for i, o in enumerate(members)
         }
         url = spare.url(members[0], members[1:], pages)
-        browser = self.browser
         try:
             await browser.replace(url, timeout=browser.conn.timeout, loads=self.loads)
             acks = await browser.evaluate_json(ACKS, len(members), await_promise=True)
@@ -235,13 +256,28 @@ def _payloads(snapshot: SiteData) -> Payloads:
     return payloads
 
 
-def _carriers(cookies: Sequence[Cookie], origins: Sequence[str]) -> dict[str, list[Cookie]]:
+def _cookie_origin(cookie: Cookie) -> str:
+    """An origin whose response may set ``cookie`` as it is: its host, https for a
+    ``Secure`` one (the spare page stands there without connecting)."""
+    return f"{'https' if cookie.secure else 'http'}://{cookie_host(cookie)}"
+
+
+def _unwritable(cookie: Cookie, kind: str) -> str:
+    return (
+        f"cookie {cookie.name!r} not restored: {kind} cannot store its name or value "
+        "through BiDi, nor from a Set-Cookie header"
+    )
+
+
+def _carriers(
+    cookies: Sequence[Cookie], origins: Sequence[str], kind: BrowserKind
+) -> dict[str, list[Cookie]]:
     """origin → the cookies its spare response sets with ``Set-Cookie`` headers: each
     cookie rides on the first spare page that may store it as it is (no extra round trip
     per cookie); the rest go through ``storage.setCookie``."""
     carried: dict[str, list[Cookie]] = {}
     for cookie in cookies:
-        if to_set_cookie(cookie) is None:
+        if to_set_cookie(cookie, kind) is None:
             continue
         origin = next((o for o in origins if set_by_response(cookie, o)), None)
         if origin is not None:
@@ -262,13 +298,21 @@ async def _check_cookies(
     browser: LiveBrowser, cookies: Sequence[Cookie], report: RestoreReport, now: float
 ) -> None:
     """Compare the jar with what was meant (Chromium answers success for cookies it
-    drops); write again, through ``storage.setCookie``, each one not stored as saved
-    (a lifetime past 400 days counts as capped, as both browsers store it)."""
+    drops); write again, through ``storage.setCookie``, each one it can write that is not
+    stored as saved (a lifetime past 400 days counts as capped, as both browsers store
+    it). What is still not as saved is removed and named: the browser never keeps a
+    cookie changed, and the report never says "restored" for one that is not there, nor
+    "refused" for one that is."""
     if not cookies:
         return
+    kind = browser.ref.kind
     try:
         stored = await _jar(browser, now)
-        redo = [c for c in cookies if stored.get(_key(c)) != as_stored(c, now)]
+        redo = [
+            c
+            for c in cookies
+            if stored.get(cookie_key(c)) != as_stored(c, now, kind) and not needs_header(c, kind)
+        ]
         if redo:
             await _set_cookies(browser, redo)
             stored = await _jar(browser, now)
@@ -276,19 +320,37 @@ async def _check_cookies(
         for cookie in cookies:
             report.skip(cookie_host(cookie), f"cookie {cookie.name!r} unknown: {_code(exc)}")
         return
+    changed: list[Cookie] = []
     for cookie in cookies:
-        if stored.get(_key(cookie)) == as_stored(cookie, now):
+        held = stored.get(cookie_key(cookie))
+        if held == as_stored(cookie, now, kind):
             report.add_host(cookie_host(cookie))
-        else:
+        elif held is None:
             report.skip(cookie_host(cookie), f"cookie {cookie.name!r} was refused by the browser")
+        else:
+            changed.append(cookie)
+    await _remove(browser, changed, report)
 
 
-def _key(cookie: Cookie) -> tuple[str, str, str]:
-    return (cookie.name, cookie.domain, cookie.path)
+async def _remove(browser: LiveBrowser, changed: Sequence[Cookie], report: RestoreReport) -> None:
+    """Delete each cookie the browser stored otherwise than saved, and name it."""
+    for cookie in changed:
+        name, domain, path = cookie_key(cookie)
+        try:
+            await browser.conn.send(
+                "storage.deleteCookies", {"filter": {"name": name, "domain": domain, "path": path}}
+            )
+            outcome = "removed"
+        except (BidiError, BrowserUnavailable) as exc:
+            outcome = f"left as the browser stored it ({_code(exc)})"
+        report.skip(
+            cookie_host(cookie),
+            f"cookie {cookie.name!r} not restored: the browser stored it otherwise; {outcome}",
+        )
 
 
 async def _jar(browser: LiveBrowser, now: float) -> dict[tuple[str, str, str], tuple[Any, ...]]:
-    return {_key(c): as_stored(c, now) for c in await read_cookies(browser)}
+    return {cookie_key(c): as_stored(c, now) for c in await read_cookies(browser)}
 
 
 async def _write_in_background(

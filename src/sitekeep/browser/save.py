@@ -14,7 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sitekeep.browser.docs import (
     TIMEOUT,
@@ -26,11 +26,12 @@ from sitekeep.browser.docs import (
 )
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.spare import SpareResponder
+from sitekeep.cookies import cookie_host, cookie_key, settle_same_site
 from sitekeep.errors import BidiError, BidiTimeout, BrowserUnavailable
-from sitekeep.model import Cookie, SessionStorage
+from sitekeep.model import Cookie, SessionStorage, Skipped
 from sitekeep.sites import group_by_site
 
-__all__ = ["SW_REASON", "SaveRead", "save_read"]
+__all__ = ["SW_REASON", "SaveRead", "lost_reason", "save_read", "settle_jar"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,8 @@ class SaveRead:
     spare_reads: int = 0
     session_read: bool = True
     """False when the main tab could not be read: its last sessionStorage stands."""
+    lost_cookies: list[Cookie] = field(default_factory=list)
+    """Cookies the browser reported without some of their value's bytes: not saved."""
 
 
 async def save_read(
@@ -68,7 +71,8 @@ async def save_read(
     """
     tracker = browser.tracker
     tracker.begin()
-    jar, docs = await asyncio.gather(read_cookies(browser), live_reads(browser))
+    lost: list[Cookie] = []
+    jar, docs = await asyncio.gather(read_cookies(browser, lost), live_reads(browser))
     live: dict[str, dict[str, str]] = {}
     tainted: set[str] = set()
     session: SessionStorage | None = None
@@ -103,7 +107,30 @@ async def save_read(
     if not tracker.complete and not not_read:
         tracker.resync(local)
     session_read = main is not None and main.error is None
-    return SaveRead(jar, local, session, not_read, len(need), session_read)
+    return SaveRead(jar, local, session, not_read, len(need), session_read, lost)
+
+
+def settle_jar(
+    browser: LiveBrowser, cookies: Sequence[Cookie], previous: Sequence[Cookie]
+) -> list[Cookie]:
+    """Chromium's cookies with the SameSite each was set with (``browser.samesite``):
+    what its ``Set-Cookie`` header said, else the last snapshot's word, never wider."""
+    if browser.ref.kind != "chromium":
+        return list(cookies)
+    before = {cookie_key(c): c for c in previous}
+    return [
+        settle_same_site(c, browser.same_site.said(cookie_key(c)), before.get(cookie_key(c)))
+        for c in cookies
+    ]
+
+
+def lost_reason(cookie: Cookie) -> Skipped:
+    """The save's report of a cookie whose value the browser could not report."""
+    return Skipped(
+        cookie_host(cookie),
+        f"cookie {cookie.name!r} not saved: its value holds bytes that are not UTF-8, "
+        "which the browser reports without them",
+    )
 
 
 async def _spare_read(
