@@ -29,6 +29,7 @@ __all__ = [
     "SessionStorage",
     "SiteData",
     "Skipped",
+    "TabStorage",
     "dump_site_data",
     "json_bytes",
     "load_site_data",
@@ -86,13 +87,26 @@ class SessionStorage:
 
 
 @dataclass(frozen=True, slots=True)
+class TabStorage:
+    """Another top-level tab (a popup, a ``target=_blank`` tab): where it was and its
+    sessionStorage, which belongs to that tab alone (HTML §Session storage)."""
+
+    origin: str
+    url: str
+    items: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
 class SiteData:
-    """The snapshot: cookies + localStorage per origin + one tab's sessionStorage (SPEC §1)."""
+    """The snapshot: cookies + localStorage per origin + the main tab's sessionStorage
+    (SPEC §1), and each other tab's sessionStorage in ``tabs`` (absent from snapshots
+    saved before tabs were kept: they read as none)."""
 
     cookies: tuple[Cookie, ...] = ()
     origins: Mapping[str, OriginStorage] = field(default_factory=dict)
     session: SessionStorage | None = None
     saved_at: float = 0.0
+    tabs: tuple[TabStorage, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -523,6 +523,7 @@ class Service:
             visit_order=order,
             saved_at=self._clock(),
             cap=self.settings.snapshot_cap,
+            tabs=read.tabs,
         )
         skipped.extend(lost_reason(c) for c in read.lost_cookies)
         await self._put_snapshot(record.tenant, record.key, snapshot)

@@ -24,6 +24,7 @@ from sitekeep.model import (
     SessionStorage,
     SiteData,
     Skipped,
+    TabStorage,
     json_bytes,
 )
 
@@ -65,6 +66,7 @@ def compose(
     visit_order: Sequence[str],
     saved_at: float,
     cap: int,
+    tabs: Sequence[TabStorage] = (),
 ) -> tuple[SiteData, list[Skipped]]:
     """The new snapshot from what a save read, and what it skipped.
 
@@ -78,6 +80,7 @@ def compose(
         visit_order: origins newest first (the history); decides what the cap leaves out.
         saved_at: seconds since the epoch.
         cap: the size cap in bytes of the stored JSON (:func:`json_size`).
+        tabs: each other top-level tab's sessionStorage (empty ones are left out).
 
     Returns:
         The snapshot and the skipped list: ``{site, reason}`` per origin, and
@@ -100,6 +103,7 @@ def compose(
         origins=origins,
         session=session if session and session.items else None,
         saved_at=saved_at,
+        tabs=tuple(t for t in tabs if t.items),
     )
     capped, left_out = _fit(snapshot, visit_order, cap)
     skipped.extend(left_out)
@@ -118,7 +122,7 @@ def _fit(
     longest ago; the main tab's sessionStorage last. Sizes are measured once per entry;
     the snapshot is serialised at most three times, never per eviction."""
     dumped = SITE_DATA_JSON.dump_python(snapshot)
-    base = json_size({**dumped, "origins": {}, "session": None})
+    base = json_size({**dumped, "origins": {}, "session": None, "tabs": []})
     if base > cap:
         raise SnapshotTooLarge(size=base, cap=cap)
     total = json_size(dumped)
@@ -142,6 +146,7 @@ def _drop_big_values(snapshot: SiteData, total: int, cap: int) -> tuple[SiteData
     ]
     if snapshot.session is not None:
         stores.append(("session", snapshot.session.origin, snapshot.session.items))
+    stores.extend((f"tab{i}", t.origin, t.items) for i, t in enumerate(snapshot.tabs))
     for where, site, items in stores:
         for key, value in items.items():
             size = json_size(value)
@@ -170,7 +175,13 @@ def _drop_big_values(snapshot: SiteData, total: int, cap: int) -> tuple[SiteData
         keys = gone[("session", session.origin)]
         items = {k: v for k, v in session.items.items() if k not in keys}
         session = SessionStorage(session.origin, items) if items else None
-    return replace(snapshot, origins=origins, session=session), dropped
+    tabs = []
+    for i, tab in enumerate(snapshot.tabs):
+        keys = gone.get((f"tab{i}", tab.origin), set())
+        items = {k: v for k, v in tab.items.items() if k not in keys}
+        if items:
+            tabs.append(replace(tab, items=items) if keys else tab)
+    return replace(snapshot, origins=origins, session=session, tabs=tuple(tabs)), dropped
 
 
 def _drop_old_origins(
@@ -183,11 +194,13 @@ def _drop_old_origins(
     """Leave out the storage of the origins visited longest ago until the JSON fits."""
     sizes = {o: json_size({o: v}) - 2 for o, v in dumped["origins"].items()}  # "o":{...}
     session_size = json_size(dumped["session"]) - json_size(None) if snapshot.session else 0
+    tab_sizes = [json_size(t) for t in dumped["tabs"]]
     kept = len(sizes)
     entries = sum(sizes.values())
+    tabs_size = sum(tab_sizes) + max(len(tab_sizes) - 1, 0)
 
     def total() -> int:  # the commas between the kept origins count too
-        return base + entries + max(kept - 1, 0) + session_size
+        return base + entries + max(kept - 1, 0) + session_size + tabs_size
 
     rank = {o: i for i, o in enumerate(visit_order)}
     # Oldest first: origins not in the history at all, then the history from its tail.
@@ -200,11 +213,15 @@ def _drop_old_origins(
         kept -= 1
         left_out.append(origin)
     origins = {o: s for o, s in snapshot.origins.items() if o not in left_out}
+    tabs = snapshot.tabs
+    if total() > cap and tabs:  # other tabs go before the main tab's sessionStorage
+        left_out.extend(t.origin for t in tabs)
+        tabs_size, tabs = 0, ()
     session = snapshot.session
     if total() > cap and session is not None:
         left_out.append(session.origin)
         session = None
-    return replace(snapshot, origins=origins, session=session), left_out
+    return replace(snapshot, origins=origins, session=session, tabs=tabs), left_out
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,4 +328,5 @@ def forget_host(snapshot: SiteData, host: str) -> SiteData:
             if snapshot.session and host_of(snapshot.session.origin) == host
             else snapshot.session
         ),
+        tabs=tuple(t for t in snapshot.tabs if host_of(t.origin) != host),
     )

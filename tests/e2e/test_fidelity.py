@@ -213,3 +213,59 @@ async def test_an_unspecified_same_site_is_never_widened_by_a_restore(
     assert carried.get("e") == "5"  # an explicit None still rides cross-site
     if browser == "chromium":  # was: restored as None, the POST carried d=4
         assert "d" not in carried
+
+
+async def top_level_tabs(live: LiveBrowser, count: int) -> list[dict[str, Any]]:
+    """The browser's top-level contexts once there are ``count`` of them, loaded."""
+    for _ in range(200):
+        tree = (await live.conn.send("browsingContext.getTree", {"maxDepth": 0}))["contexts"]
+        if len(tree) >= count and all(c["url"].startswith("http") for c in tree):
+            return list(tree)
+        await anyio.sleep(0.05)
+    raise AssertionError(f"never {count} loaded tabs")
+
+
+async def tab_session(live: LiveBrowser, context: str) -> dict[str, str]:
+    """A tab's sessionStorage, read through its window realm (a popup with an opener
+    answers a context-targeted call only at the timeout on Chromium)."""
+    realms = (await live.conn.send("script.getRealms", {"context": context, "type": "window"}))[
+        "realms"
+    ]
+    items: dict[str, str] = await live.evaluate_json(
+        "() => JSON.stringify(Object.fromEntries(Object.entries(sessionStorage)))",
+        realm=realms[0]["realm"],
+    )
+    return items
+
+
+async def test_popups_and_new_tabs_never_stall_a_save_and_keep_their_session_storage(
+    api: Api, sites: Sites
+) -> None:
+    await api.open(key="p")
+    await api.go("p", sites.url("tabs.example.test", "/add"))
+    live = await api.browser("p")
+    popup = sites.url("tabs.example.test", "/__fixture/ss?tab=popup")
+    blank = sites.url("tabs.example.test", "/__fixture/ss?tab=blank")
+    await run_js(
+        live,
+        f"window.open({json.dumps(popup)}, 'solo');"  # with opener: Chromium stalled 20 s
+        f"window.open({json.dumps(blank)}, '_blank', 'noopener');"
+        "setTimeout(() => alert('an open prompt'), 0); return 1;",
+    )
+    await top_level_tabs(live, 3)
+    saved = await api.save("p")
+    assert saved["saved"]["skipped"] == []
+    snapshot = await api.snapshot("p")
+    assert dict(snapshot.session.items) == {"cart": "1"} if snapshot.session else False
+    assert sorted(dict(t.items)["tab"] for t in snapshot.tabs) == ["blank", "popup"]
+    await api.close("p")
+
+    opened = await api.open(key="p", url=sites.url("tabs.example.test"))
+    assert opened["title"] == "Tabs — cart 1"  # the main tab's own sessionStorage
+    assert opened["site_data"]["skipped"] == []
+    live = await api.browser("p")
+    tabs = [t for t in await top_level_tabs(live, 3) if t["context"] != live.context]
+    assert sorted([(await tab_session(live, t["context"]))["tab"] for t in tabs]) == [
+        "blank",
+        "popup",
+    ]

@@ -59,15 +59,23 @@ class LiveBrowser:
     """What the ``Set-Cookie`` headers this socket saw said about SameSite (Chromium)."""
 
     async def evaluate_json(
-        self, function: str, *args: Any, context: str | None = None, await_promise: bool = False
+        self,
+        function: str,
+        *args: Any,
+        context: str | None = None,
+        await_promise: bool = False,
+        realm: str | None = None,
     ) -> Any:
-        """Call a ``scripts`` function returning JSON text in ``context`` (the main tab)."""
+        """Call a ``scripts`` function returning JSON text in ``context`` (the main tab),
+        or in ``realm`` when given (a popup opened with an opener answers only so on
+        Chromium: a call targeting its context waits until the timeout)."""
+        target = {"realm": realm} if realm else {"context": context or self.context}
         result = await self.conn.send(
             "script.callFunction",
             {
                 "functionDeclaration": function,
                 "arguments": [_local(a) for a in args],
-                "target": {"context": context or self.context},
+                "target": target,
                 "awaitPromise": await_promise,
                 "resultOwnership": "none",
             },

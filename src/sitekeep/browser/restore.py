@@ -46,7 +46,7 @@ from sitekeep.cookies import (
 )
 from sitekeep.errors import BidiError, BrowserUnavailable
 from sitekeep.history import host_of, origin_of
-from sitekeep.model import BrowserKind, Cookie, SiteData, Skipped
+from sitekeep.model import BrowserKind, Cookie, SiteData, Skipped, TabStorage
 from sitekeep.sites import group_by_site
 
 __all__ = ["RestoreReport", "restore"]
@@ -95,6 +95,12 @@ async def restore(
     async with browser.loads() as loads:
         job.loads = loads
         await job.run(land)
+    for tab in snapshot.tabs:
+        result = await _reopen_tab(browser, tab)
+        if result == "ok":
+            job.report.add_host(host_of(tab.origin))
+        else:
+            job.report.skip(host_of(tab.origin), f"a tab's sessionStorage not written: {result}")
     browser.tracker.wrote(job.written)
     return job.report
 
@@ -353,13 +359,24 @@ async def _jar(browser: LiveBrowser, now: float) -> dict[tuple[str, str, str], t
     return {cookie_key(c): as_stored(c, now) for c in await read_cookies(browser)}
 
 
+async def _reopen_tab(browser: LiveBrowser, tab: TabStorage) -> str:
+    """Open another top-level tab in the background with its own sessionStorage written
+    (a spare page on its origin), then send it to its page without waiting for the load:
+    its page, not the restore, decides how long that takes."""
+    return await _write_in_background(
+        browser, tab.origin, {"session": dict(tab.items)}, then=tab.url
+    )
+
+
 async def _write_in_background(
-    browser: LiveBrowser, origin: str, payload: Mapping[str, Any]
+    browser: LiveBrowser, origin: str, payload: Mapping[str, Any], *, then: str | None = None
 ) -> str:
-    """Write one origin's storage from a spare page in a background tab."""
-    if "session" in payload:
+    """Write one origin's storage from a spare page in a background tab; with ``then``,
+    the tab stays open and goes on to that URL (same origin: its sessionStorage stays)."""
+    if "session" in payload and then is None:
         return "its sessionStorage belongs to a page the main tab did not reach"
     conn = browser.conn
+    keep = False
     try:
         tab = str(
             (await conn.send("browsingContext.create", {"type": "tab", "background": True}))[
@@ -376,9 +393,22 @@ async def _write_in_background(
                 "browsingContext.navigate", {"context": tab, "url": url, "wait": "complete"}
             )
             acks = await browser.evaluate_json(ACKS, 1, context=tab, await_promise=True)
-            return str(acks.get(origin, "its spare page did not load"))
+        result = str(acks.get(origin, "its spare page did not load"))
+        if result == "ok" and then is not None:
+            await conn.send(
+                "script.callFunction",
+                {
+                    "functionDeclaration": "(u) => { location.replace(u); }",
+                    "arguments": [{"type": "string", "value": then}],
+                    "target": {"context": tab},
+                    "awaitPromise": False,
+                },
+            )
+            keep = True
+        return result
     except (BidiError, BrowserUnavailable) as exc:
         return _code(exc)
     finally:
-        with contextlib.suppress(BidiError, BrowserUnavailable):
-            await conn.send("browsingContext.close", {"context": tab})
+        if not keep:
+            with contextlib.suppress(BidiError, BrowserUnavailable):
+                await conn.send("browsingContext.close", {"context": tab})

@@ -28,7 +28,7 @@ from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.spare import SpareResponder
 from sitekeep.cookies import cookie_host, cookie_key, settle_same_site
 from sitekeep.errors import BidiError, BidiTimeout, BrowserUnavailable
-from sitekeep.model import Cookie, SessionStorage, Skipped
+from sitekeep.model import Cookie, SessionStorage, Skipped, TabStorage
 from sitekeep.sites import group_by_site
 
 __all__ = ["SW_REASON", "SaveRead", "lost_reason", "save_read", "settle_jar"]
@@ -52,6 +52,8 @@ class SaveRead:
     """False when the main tab could not be read: its last sessionStorage stands."""
     lost_cookies: list[Cookie] = field(default_factory=list)
     """Cookies the browser reported without some of their value's bytes: not saved."""
+    tabs: list[TabStorage] = field(default_factory=list)
+    """The sessionStorage of each other top-level tab (popups, ``target=_blank``)."""
 
 
 async def save_read(
@@ -76,6 +78,7 @@ async def save_read(
     live: dict[str, dict[str, str]] = {}
     tainted: set[str] = set()
     session: SessionStorage | None = None
+    tabs: list[TabStorage] = []
     for doc in docs:
         if doc.origin is None or doc.local is None:
             continue
@@ -85,6 +88,8 @@ async def save_read(
             tainted.add(doc.origin)
         if doc.context == browser.context and doc.session:
             session = SessionStorage(doc.origin, doc.session)
+        elif doc.top and doc.session and doc.context != browser.context:
+            tabs.append(TabStorage(doc.origin, doc.url, doc.session))
     tracker.reconcile({d.context: d.origin for d in docs if d.error is None})
     local: dict[str, dict[str, str]] = {}
     need: list[str] = []
@@ -107,7 +112,7 @@ async def save_read(
     if not tracker.complete and not not_read:
         tracker.resync(local)
     session_read = main is not None and main.error is None
-    return SaveRead(jar, local, session, not_read, len(need), session_read, lost)
+    return SaveRead(jar, local, session, not_read, len(need), session_read, lost, tabs)
 
 
 def settle_jar(

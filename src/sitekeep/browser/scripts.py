@@ -75,6 +75,8 @@ READ = """(withSession) => {
     origin: self.origin,
     spare: document.documentElement.hasAttribute("$MARKER"),
     trusted: window === window.top,
+    top: window === window.top,
+    url: location.href,
   };
   if (!res.trusted) {
     try { res.trusted = window.top.location.origin === self.origin; } catch (e) {}
