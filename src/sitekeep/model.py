@@ -107,6 +107,8 @@ class SiteData:
     session: SessionStorage | None = None
     saved_at: float = 0.0
     tabs: tuple[TabStorage, ...] = ()
+    user_agent: str | None = None
+    """``navigator.userAgent`` of the main tab when saved (None in older snapshots)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +193,9 @@ class SessionRecord:
     reopened: Mapping[str, Any] | None = None
     insecure: bool = False
     refs: RefMap | None = None
+    keep_user_agent: bool = False
+    """Every browser of this session runs under the User-Agent its snapshot was saved
+    under (``open_session(keep_user_agent=true)``, SPEC §3 Cross-browser)."""
     typed_secrets: tuple[tuple[str, str], ...] = ()
     """(secret, field) typed in this session's browser: a URL holding one of their values
     is withheld from results and history (SPEC §7). Names only, never values."""

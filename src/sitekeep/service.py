@@ -30,6 +30,7 @@ from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.manager import BrowserManager
 from sitekeep.browser.restore import restore
 from sitekeep.browser.save import lost_reason, save_read, settle_jar
+from sitekeep.browser.useragent import changed_warning, current_user_agent, override_user_agent
 from sitekeep.config import Settings
 from sitekeep.errors import Forbidden, InvalidInput, NotFound, SitekeepError, StoreUnavailable
 from sitekeep.flows import run_steps
@@ -257,10 +258,39 @@ class Service:
             if land:
                 await live.navigate(land)
             return None
+        warnings = await self._user_agent(live, record, snapshot)
         report = await restore(live, snapshot, land, now=self._clock())
-        if not report.restored and not report.skipped:
+        if not report.restored and not report.skipped and not warnings:
             return None
-        return {**report.as_json(), "uri": self._site_data_uri(record.key)}
+        result = {**report.as_json(), "uri": self._site_data_uri(record.key)}
+        if warnings:
+            result["warnings"] = warnings
+        return result
+
+    async def _user_agent(
+        self, live: LiveBrowser, record: SessionRecord, snapshot: SiteData
+    ) -> list[dict[str, Any]]:
+        """Apply the snapshot's User-Agent when the session keeps it; warn when the
+        browser runs under another one (SPEC §3 Cross-browser)."""
+        saved = snapshot.user_agent
+        if saved is None:
+            return []
+        warnings: list[dict[str, Any]] = []
+        if record.keep_user_agent:
+            why = await override_user_agent(live, saved)
+            if why is not None:
+                warnings.append(
+                    {
+                        "type": "user_agent_not_applied",
+                        "reason": why,
+                        "message": f"this {live.ref.kind} cannot override its User-Agent "
+                        "over BiDi (emulation.setUserAgentOverride)",
+                    }
+                )
+        changed = changed_warning(saved, await current_user_agent(live))
+        if changed is not None:
+            warnings.append(changed)
+        return warnings
 
     @staticmethod
     def _site_data_uri(key: str) -> str:
@@ -280,6 +310,7 @@ class Service:
         fresh: bool = False,
         insecure: bool = False,
         country: str | None = None,
+        keep_user_agent: bool | None = None,
     ) -> dict[str, Any]:
         """Open (or return to) a session's browser (SPEC §3 Restore, §5 ``open_session``).
 
@@ -287,6 +318,9 @@ class Service:
         gets the snapshot restored (unless ``restore_site_data`` is false or ``insecure``)
         before it lands on ``url`` or the last page. ``restore_site_data=false`` deletes
         the snapshot (``{"forgotten": N}``, N hosts); the history stays.
+        ``keep_user_agent`` (kept for the session's later browsers; None leaves it as it
+        is) runs the browser under the User-Agent the snapshot was saved under; a restore
+        under another one warns ``{type: "user_agent_changed"}`` in ``site_data.warnings``.
 
         Returns:
             ``{key, url, title, site_data?, hint?}``.
@@ -308,6 +342,7 @@ class Service:
             "restore_site_data": restore_site_data,
             "fresh": fresh,
             "insecure": insecure,
+            "keep_user_agent": keep_user_agent,
         }
 
         async def body() -> dict[str, Any]:
@@ -320,6 +355,7 @@ class Service:
                 restore_site_data=restore_site_data,
                 fresh=fresh,
                 insecure=insecure,
+                keep_user_agent=keep_user_agent,
             )
 
         return await self._seam(who, key, "open_session", args, body)
@@ -335,6 +371,7 @@ class Service:
         restore_site_data: bool,
         fresh: bool,
         insecure: bool,
+        keep_user_agent: bool | None = None,
     ) -> dict[str, Any]:
         now = self._clock()
         record = await self._load(who.tenant, key) or SessionRecord(
@@ -350,14 +387,21 @@ class Service:
             result["site_data"] = {"forgotten": await self._forget_snapshot(who.tenant, key)}
         live = await self._reusable(record, kind if kind_given else record.kind, insecure, fresh)
         record = replace(record, kind=kind if kind_given else record.kind, insecure=insecure)
+        if keep_user_agent is not None:
+            record = replace(record, keep_user_agent=keep_user_agent)
         if live is None:
             live, report = await self._new_browser(
                 record, land=url or record.url, restore_data=restore_site_data
             )
             if report is not None:
                 result["site_data"] = report
-        elif url is not None:
-            await live.navigate(url)
+        else:
+            if keep_user_agent:
+                snapshot = await self._load_snapshot(who.tenant, key)
+                if snapshot is not None and snapshot.user_agent:
+                    await override_user_agent(live, snapshot.user_agent)
+            if url is not None:
+                await live.navigate(url)
         if insecure:
             result["hint"] = INSECURE_HINT
         record = replace(record, browser=live.ref, reopened=None, refs=None)
@@ -524,6 +568,7 @@ class Service:
             saved_at=self._clock(),
             cap=self.settings.snapshot_cap,
             tabs=read.tabs,
+            user_agent=read.user_agent,
         )
         skipped.extend(lost_reason(c) for c in read.lost_cookies)
         await self._put_snapshot(record.tenant, record.key, snapshot)

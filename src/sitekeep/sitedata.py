@@ -67,6 +67,7 @@ def compose(
     saved_at: float,
     cap: int,
     tabs: Sequence[TabStorage] = (),
+    user_agent: str | None = None,
 ) -> tuple[SiteData, list[Skipped]]:
     """The new snapshot from what a save read, and what it skipped.
 
@@ -81,6 +82,7 @@ def compose(
         saved_at: seconds since the epoch.
         cap: the size cap in bytes of the stored JSON (:func:`json_size`).
         tabs: each other top-level tab's sessionStorage (empty ones are left out).
+        user_agent: the User-Agent the browser runs under; None keeps the previous one.
 
     Returns:
         The snapshot and the skipped list: ``{site, reason}`` per origin, and
@@ -104,6 +106,7 @@ def compose(
         session=session if session and session.items else None,
         saved_at=saved_at,
         tabs=tuple(t for t in tabs if t.items),
+        user_agent=user_agent or (previous.user_agent if previous else None),
     )
     capped, left_out = _fit(snapshot, visit_order, cap)
     skipped.extend(left_out)

@@ -269,3 +269,32 @@ async def test_popups_and_new_tabs_never_stall_a_save_and_keep_their_session_sto
         "blank",
         "popup",
     ]
+
+
+async def test_a_sign_in_bound_to_the_user_agent_warns_across_browsers_and_can_keep_it(
+    make_api: ApiFactory, sites: Sites, browser: str
+) -> None:
+    from .conftest import FIREFOX_PREFS
+
+    other = "firefox" if browser == "chromium" else "chromium"
+    api: Api = await make_api(webdriver_url=None, firefox_prefs=FIREFOX_PREFS)
+    await api.open(key="a", browser=browser)
+    assert (await api.go("a", sites.url("ua.example.test", "/login")))["title"] == (
+        "UA — signed in"
+    )
+    saved_under = await run_js(await api.browser("a"), "return navigator.userAgent;")
+    await api.save("a")
+
+    crossed = await api.open(key="a", browser=other)  # was: signed out, nothing said
+    assert crossed["title"] == "UA — other browser"
+    warnings = crossed["site_data"]["warnings"]
+    assert [w["type"] for w in warnings] == ["user_agent_changed"]
+    assert warnings[0]["saved"] == saved_under != warnings[0]["current"]
+
+    kept = await api.open(key="a", browser=other, fresh=True, keep_user_agent=True)
+    assert kept["title"] == "UA — signed in"
+    assert "warnings" not in kept["site_data"]
+    assert await run_js(await api.browser("a"), "return navigator.userAgent;") == saved_under
+    await api.close("a")  # a silent reopen keeps it too: the choice is the session's
+    again = await api.open(key="a")
+    assert again["title"] == "UA — signed in"

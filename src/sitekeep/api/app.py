@@ -43,6 +43,8 @@ class OpenBody(_Body):
     fresh: bool = False
     insecure: bool = False
     country: str | None = None
+    keep_user_agent: bool | None = None
+    """Run under the User-Agent the site data was saved under (kept for the session)."""
 
 
 class NavigateBody(_Body):

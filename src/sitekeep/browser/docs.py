@@ -34,6 +34,7 @@ class DocRead:
     error: str | None
     url: str = ""
     top: bool = False
+    user_agent: str | None = None
 
     @classmethod
     def parse(cls, context: str, raw: Mapping[str, Any]) -> DocRead:
@@ -48,6 +49,7 @@ class DocRead:
             error=raw.get("error"),
             url=str(raw.get("url") or ""),
             top=bool(raw.get("top")),
+            user_agent=raw.get("ua"),
         )
 
 

@@ -54,6 +54,8 @@ class SaveRead:
     """Cookies the browser reported without some of their value's bytes: not saved."""
     tabs: list[TabStorage] = field(default_factory=list)
     """The sessionStorage of each other top-level tab (popups, ``target=_blank``)."""
+    user_agent: str | None = None
+    """``navigator.userAgent`` of the main tab (None when it could not be read)."""
 
 
 async def save_read(
@@ -112,7 +114,8 @@ async def save_read(
     if not tracker.complete and not not_read:
         tracker.resync(local)
     session_read = main is not None and main.error is None
-    return SaveRead(jar, local, session, not_read, len(need), session_read, lost, tabs)
+    user_agent = main.user_agent if main is not None else None
+    return SaveRead(jar, local, session, not_read, len(need), session_read, lost, tabs, user_agent)
 
 
 def settle_jar(

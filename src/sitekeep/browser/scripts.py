@@ -84,6 +84,7 @@ READ = """(withSession) => {
   try {
     res.local = dump(localStorage);
     if (withSession) res.session = dump(sessionStorage);
+    if (withSession) res.ua = navigator.userAgent;
   } catch (e) { res.error = String(e && e.name || e); }
   return JSON.stringify(res);
 }""".replace("$MARKER", SPARE_MARKER_ATTR)
