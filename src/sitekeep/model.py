@@ -73,9 +73,12 @@ class Cookie:
 
 @dataclass(frozen=True, slots=True)
 class OriginStorage:
-    """The localStorage of one origin: key to value, both strings (HTML Web Storage)."""
+    """The localStorage of one origin: key to value, both strings (HTML Web Storage), and
+    its IndexedDB databases when a save carried them (``browser.indexeddb`` gives their
+    JSON shape; sitekeep never looks inside the records)."""
 
     local: Mapping[str, str]
+    indexed_db: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from sitekeep import history as hist
 from sitekeep import sitedata
 from sitekeep.admin import Admin
+from sitekeep.browser.indexeddb import NOT_CARRIED, read_databases
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.manager import BrowserManager
 from sitekeep.browser.restore import restore
@@ -40,6 +41,7 @@ from sitekeep.model import (
     Principal,
     SessionRecord,
     SiteData,
+    Skipped,
     dump_site_data,
     load_site_data,
 )
@@ -508,11 +510,20 @@ class Service:
         return await self._seam(who, key, "run_flow", args, body)
 
     async def save_site_data(
-        self, who: Principal, key: str, *, profile: str | None = None, full: bool = False
+        self,
+        who: Principal,
+        key: str,
+        *,
+        profile: str | None = None,
+        full: bool = False,
+        indexed_db: bool = False,
     ) -> dict[str, Any]:
         """Replace the session's snapshot with the browser's site data (SPEC §3 Save).
 
         Args:
+            indexed_db: also carry every visited origin's IndexedDB databases (SPEC §3
+                IndexedDB); without it, each origin known to hold some is named in
+                ``skipped`` as not carried.
             full: read every history origin through the spare tab, ignoring the copies
                 captured on leave (slower; the reference the fast path must equal).
 
@@ -530,11 +541,16 @@ class Service:
 
         async def body() -> dict[str, Any]:
             call = await self._call(who, key)
-            return await self._finish(call, await self.save_in(call, full=full))
+            return await self._finish(
+                call, await self.save_in(call, full=full, indexed_db=indexed_db)
+            )
 
-        return await self._seam(who, key, "save_site_data", {"full": full}, body)
+        args = {"full": full, "indexed_db": indexed_db}
+        return await self._seam(who, key, "save_site_data", args, body)
 
-    async def save_in(self, call: Call, *, full: bool = False) -> dict[str, Any]:
+    async def save_in(
+        self, call: Call, *, full: bool = False, indexed_db: bool = False
+    ) -> dict[str, Any]:
         """The save itself, inside a call: the pages the call reached so far go into the
         history first, so the save reads their storage too (SPEC §4 flows)."""
         record = replace(
@@ -555,6 +571,12 @@ class Service:
             e.origin for e in record.history if e.origin != current
         ]
         read = await save_read(browser, order, deadline=self.settings.save_deadline, full=full)
+        databases: dict[str, list[dict[str, Any]]] | None = None
+        databases_failed: dict[str, str] = {}
+        if indexed_db:
+            databases, databases_failed = await read_databases(
+                browser, order, deadline=self.settings.save_deadline
+            )
         previous = await self._load_snapshot(record.tenant, record.key)
         session = read.session if read.session_read or previous is None else previous.session
         cookies = settle_jar(browser, read.cookies, previous.cookies if previous else ())
@@ -569,7 +591,11 @@ class Service:
             cap=self.settings.snapshot_cap,
             tabs=read.tabs,
             user_agent=read.user_agent,
+            indexed_db=databases,
+            indexed_db_failed=databases_failed,
         )
+        if not indexed_db:
+            skipped.extend(Skipped(o, NOT_CARRIED) for o in order if o in read.idb_origins)
         skipped.extend(lost_reason(c) for c in read.lost_cookies)
         await self._put_snapshot(record.tenant, record.key, snapshot)
         call.page = page

@@ -68,6 +68,8 @@ def compose(
     cap: int,
     tabs: Sequence[TabStorage] = (),
     user_agent: str | None = None,
+    indexed_db: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    indexed_db_failed: Mapping[str, str] | None = None,
 ) -> tuple[SiteData, list[Skipped]]:
     """The new snapshot from what a save read, and what it skipped.
 
@@ -83,6 +85,10 @@ def compose(
         cap: the size cap in bytes of the stored JSON (:func:`json_size`).
         tabs: each other top-level tab's sessionStorage (empty ones are left out).
         user_agent: the User-Agent the browser runs under; None keeps the previous one.
+        indexed_db: origin → its databases, when the save carries IndexedDB (None: it
+            does not, and no database is kept).
+        indexed_db_failed: origin → why its databases could not be read; each keeps its
+            databases from ``previous``, named in ``skipped``.
 
     Returns:
         The snapshot and the skipped list: ``{site, reason}`` per origin, and
@@ -92,9 +98,17 @@ def compose(
         SnapshotTooLarge: the cookies alone pass the cap.
     """
     skipped = [Skipped(site, reason) for site, reason in not_read.items()]
-    origins: dict[str, OriginStorage] = {
-        origin: OriginStorage(dict(local)) for origin, local in read.items() if local
-    }
+    databases = dict(indexed_db or {})
+    for origin, reason in (indexed_db_failed or {}).items():
+        skipped.append(Skipped(origin, reason))
+        kept_before = previous.origins.get(origin) if previous is not None else None
+        if kept_before is not None and kept_before.indexed_db:
+            databases[origin] = kept_before.indexed_db
+    origins: dict[str, OriginStorage] = {}
+    for origin in [*read, *(o for o in databases if o not in read)]:
+        local, dbs = read.get(origin) or {}, tuple(databases.get(origin) or ())
+        if local or dbs:
+            origins[origin] = OriginStorage(dict(local), dbs)
     if previous is not None:
         for origin in not_read:
             kept = previous.origins.get(origin)
@@ -171,8 +185,8 @@ def _drop_big_values(snapshot: SiteData, total: int, cap: int) -> tuple[SiteData
     for origin, storage in snapshot.origins.items():
         keys = gone.get(("local", origin), set())
         local = {k: v for k, v in storage.local.items() if k not in keys}
-        if local:
-            origins[origin] = OriginStorage(local) if keys else storage
+        if local or storage.indexed_db:
+            origins[origin] = replace(storage, local=local) if keys else storage
     session = snapshot.session
     if session is not None and ("session", session.origin) in gone:
         keys = gone[("session", session.origin)]

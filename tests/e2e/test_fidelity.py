@@ -298,3 +298,181 @@ async def test_a_sign_in_bound_to_the_user_agent_warns_across_browsers_and_can_k
     await api.close("a")  # a silent reopen keeps it too: the choice is the session's
     again = await api.open(key="a")
     assert again["title"] == "UA — signed in"
+
+
+async def title_becomes(api: Api, key: str, title: str) -> None:
+    """Poll the page (set after load by an asynchronous IndexedDB read) until ``title``."""
+    for _ in range(200):
+        if (await api.call("GET", f"/v1/sessions/{key}"))["title"] == title:
+            return
+        await anyio.sleep(0.05)
+    raise AssertionError(f"the page never showed {title!r}")
+
+
+async def test_a_sign_in_kept_in_indexed_db_is_named_without_the_opt_in_and_carried_with_it(
+    api: Api, sites: Sites
+) -> None:
+    await api.open(key="f")
+    await api.go("f", sites.url("fb.example.test", "/login"))
+    await title_becomes(api, "f", "FB — signed in as dave")
+    await api.go("f", sites.url("tabs.example.test"))
+    fb = origin_of(sites.url("fb.example.test"))
+
+    plain = await api.save("f")  # was: {cookies: 0, sites: [], skipped: []}, nothing said
+    assert plain["saved"]["skipped"] == [
+        {
+            "site": fb,
+            "reason": "its IndexedDB was not carried: save_site_data(indexed_db=true) carries it",
+        }
+    ]
+    await api.close("f")
+    await api.open(key="f", url=sites.url("fb.example.test"))
+    await title_becomes(api, "f", "FB — signed out")
+
+    await api.go("f", sites.url("fb.example.test", "/login"))
+    await title_becomes(api, "f", "FB — signed in as dave")
+    await api.go("f", sites.url("tabs.example.test"))
+    carried = await api.save("f", indexed_db=True)
+    assert carried["saved"]["skipped"] == []
+    assert fb in carried["saved"]["sites"]
+    await api.close("f")
+    opened = await api.open(key="f", url=sites.url("fb.example.test"))
+    assert "fb.example.test" in opened["site_data"]["restored"]
+    await title_becomes(api, "f", "FB — signed in as dave")
+
+
+RICH_DB = r"""
+const open = indexedDB.open("rich", 3);
+open.onupgradeneeded = () => {
+  const db = open.result;
+  const out = db.createObjectStore("out");
+  out.createIndex("by_tag", "tag", {unique: false, multiEntry: true});
+  const auto = db.createObjectStore("auto", {keyPath: "id", autoIncrement: true});
+  auto.createIndex("by_mail", ["mail", "n"], {unique: true});
+  db.createObjectStore("empty", {keyPath: "a.b"});
+};
+const db = await new Promise((ok, ko) => {
+  open.onsuccess = () => ok(open.result);
+  open.onerror = () => ko(open.error);
+});
+const cyclic = {name: "loop"};
+cyclic.self = cyclic;
+const shared = [1, 2];
+const arr = [1, , 3];
+arr.extra = "x";
+const tx = db.transaction(["out", "auto"], "readwrite");
+const out = tx.objectStore("out");
+out.put({tag: ["a", "b"], when: new Date(1700000000123), bad: new Date(NaN)}, "dates");
+out.put(new Map([[1, "one"], [{k: 1}, new Set([1, "1", -0])]]), new Date(5));
+out.put({u8: new Uint8Array([0, 255, 7]), f64: new Float64Array([NaN, -0, Infinity]),
+  i64: new BigInt64Array([-5n]), dv: new DataView(new Uint8Array([9, 8]).buffer),
+  ab: new Uint8Array([1, 2, 3]).buffer, sub: new Uint8Array([5, 6, 7, 8]).subarray(1, 3)},
+  [1, "two", [3]]);
+out.put({blob: new Blob(["blob text \u00e9"], {type: "text/x-dummy"}),
+  file: new File([new Uint8Array([1, 2])], "dummy.bin",
+                 {type: "application/x-dummy", lastModified: 1600000000000})},
+  new Uint8Array([1, 2]).buffer);
+out.put({cyclic, a: shared, b: shared, big: 12345678901234567890n, neg0: -0, nan: NaN,
+  undef: undefined, re: /x+y/gi, boxed: new String("s"), lone: "x\uDA7Ey", arr,
+  ["__proto__"]: "own", "$": "dollar", err: new RangeError("dummy")}, "odd");
+const auto = tx.objectStore("auto");
+auto.put({mail: "a@example.test", n: 1});
+auto.put({mail: "b@example.test", n: 2, id: 10});
+await new Promise((ok) => { tx.oncomplete = ok; });
+db.close();
+return null;
+"""
+
+DESCRIBE_DB = r"""
+const canon = async (v, seen = new Map()) => {
+  const t = typeof v;
+  if (v === null || t !== "object") {
+    if (t === "number") return Object.is(v, -0) ? "-0" : String(v);
+    if (t === "string") return JSON.stringify(Array.from(v, (c) => c.charCodeAt(0)));
+    return t + ":" + String(v);
+  }
+  if (seen.has(v)) return "#" + seen.get(v);
+  seen.set(v, seen.size);
+  const tag = Object.prototype.toString.call(v);
+  if (v instanceof Blob) {
+    const bytes = Array.from(new Uint8Array(await v.arrayBuffer()));
+    const extra = v instanceof File ? [v.name, v.lastModified] : [];
+    return tag + JSON.stringify([v.type, ...extra, bytes]);
+  }
+  if (v instanceof ArrayBuffer) return tag + Array.from(new Uint8Array(v));
+  if (ArrayBuffer.isView(v)) {
+    return tag + Array.from(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+  }
+  if (v instanceof Date) return tag + v.getTime();
+  if (v instanceof RegExp) return tag + v;
+  if (v instanceof Error) return tag + v.name + v.message;
+  if (v instanceof Map) {
+    const o = [];
+    for (const [k, x] of v) o.push(await canon(k, seen) + "=>" + await canon(x, seen));
+    return tag + o;
+  }
+  if (v instanceof Set) {
+    const o = [];
+    for (const x of v) o.push(await canon(x, seen));
+    return tag + o;
+  }
+  if (v instanceof String) return tag + v.valueOf();
+  const o = [Array.isArray(v) ? "len" + v.length : ""];
+  for (const k of Reflect.ownKeys(v)) o.push(k + ":" + await canon(v[k], seen));
+  return tag + "{" + o.join(",") + "}";
+};
+const db = await new Promise((ok, ko) => {
+  const r = indexedDB.open("rich");
+  r.onsuccess = () => ok(r.result);
+  r.onerror = () => ko(r.error);
+});
+const req = (r) => new Promise((ok) => { r.onsuccess = () => ok(r.result); });
+const out = {version: db.version, stores: []};
+for (const name of Array.from(db.objectStoreNames)) {
+  const st = db.transaction(name).objectStore(name);
+  const indexes = Array.from(st.indexNames).map((n) => {
+    const i = st.index(n);
+    return [n, i.keyPath, i.unique, i.multiEntry];
+  });
+  const keys = await req(db.transaction(name).objectStore(name).getAllKeys());
+  const values = await req(db.transaction(name).objectStore(name).getAll());
+  const records = [];
+  for (let i = 0; i < keys.length; i++) {
+    records.push([await canon(keys[i]), await canon(values[i])]);
+  }
+  out.stores.push({name, keyPath: st.keyPath, autoIncrement: st.autoIncrement, indexes, records});
+}
+const next = await new Promise((ok) => {  // the key generator, then nothing written
+  const tx = db.transaction("auto", "readwrite");
+  const r = tx.objectStore("auto").add({mail: "c@example.test", n: 3});
+  r.onsuccess = () => { tx.abort(); ok(r.result); };
+});
+out.nextAutoKey = next;
+db.close();
+return out;
+"""
+
+
+async def run_async(live: LiveBrowser, body: str) -> Any:
+    return await live.evaluate_json(
+        f"async () => JSON.stringify(await (async () => {{ {body} }})())", await_promise=True
+    )
+
+
+async def test_indexed_db_schema_and_structured_clone_values_come_back_exactly(
+    api: Api, sites: Sites
+) -> None:
+    await api.open(key="r")
+    await api.go("r", sites.url("a.example.test", "/__fixture/page"))
+    live = await api.browser("r")
+    await run_async(live, RICH_DB)
+    before = await run_async(live, DESCRIBE_DB)
+    assert before["version"] == 3 and len(before["stores"]) == 3
+    saved = await api.save("r", indexed_db=True)
+    assert saved["saved"]["skipped"] == []
+    await api.close("r")
+
+    opened = await api.open(key="r")
+    assert opened["site_data"]["skipped"] == []
+    after = await run_async(await api.browser("r"), DESCRIBE_DB)
+    assert after == before

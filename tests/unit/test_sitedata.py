@@ -46,6 +46,8 @@ def compose_(
     not_read: Mapping[str, str] | None = None,
     visit_order: Sequence[str] = (),
     cap: int = BIG,
+    indexed_db: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    indexed_db_failed: Mapping[str, str] | None = None,
 ) -> tuple[SiteData, list[Skipped]]:
     return compose(
         previous,
@@ -56,6 +58,8 @@ def compose_(
         visit_order=visit_order,
         saved_at=NOW,
         cap=cap,
+        indexed_db=indexed_db,
+        indexed_db_failed=indexed_db_failed,
     )
 
 
@@ -507,3 +511,32 @@ def test_a_big_session_storage_value_goes_before_any_origin() -> None:
     assert [(s.site, s.key) for s in skipped] == [(A, "draft")]
     assert snapshot.session == SessionStorage(A, {"step": "2"})
     assert set(snapshot.origins) == {A, B}
+
+
+# --- compose: IndexedDB (issue #9 item 6) ----------------------------------------------------
+
+DB = {"name": "firebaseLocalStorageDb", "version": 1, "stores": []}
+
+
+def test_databases_are_kept_per_origin_even_without_local_storage() -> None:
+    snapshot, skipped = compose_(read={A: {}}, indexed_db={A: [DB], B: []})
+    assert snapshot.origins == {A: OriginStorage({}, (DB,))}
+    assert skipped == []
+
+
+def test_without_the_opt_in_no_database_is_kept_not_even_the_last_ones() -> None:
+    previous = SiteData(origins={A: OriginStorage({"k": "v"}, (DB,))})
+    snapshot, _ = compose_(previous, read={A: {"k": "v"}})
+    assert snapshot.origins == {A: OriginStorage({"k": "v"})}
+
+
+def test_an_origin_whose_databases_could_not_be_read_keeps_its_last_ones() -> None:
+    previous = SiteData(origins={A: OriginStorage({"k": "old"}, (DB,))})
+    snapshot, skipped = compose_(
+        previous,
+        read={A: {"k": "new"}},
+        indexed_db={},
+        indexed_db_failed={A: "IndexedDB could not be read: timed out"},
+    )
+    assert snapshot.origins == {A: OriginStorage({"k": "new"}, (DB,))}
+    assert skipped == [Skipped(A, "IndexedDB could not be read: timed out")]

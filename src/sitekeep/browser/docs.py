@@ -35,6 +35,8 @@ class DocRead:
     url: str = ""
     top: bool = False
     user_agent: str | None = None
+    idb: bool = False
+    """Its origin holds IndexedDB databases."""
 
     @classmethod
     def parse(cls, context: str, raw: Mapping[str, Any]) -> DocRead:
@@ -50,6 +52,7 @@ class DocRead:
             url=str(raw.get("url") or ""),
             top=bool(raw.get("top")),
             user_agent=raw.get("ua"),
+            idb=bool(raw.get("idb")),
         )
 
 
@@ -99,7 +102,7 @@ async def read_docs(
         with_session = context == browser.context or context in tops
         try:
             raw = await browser.evaluate_json(
-                READ, with_session, context=context, realm=realms.get(context)
+                READ, with_session, context=context, realm=realms.get(context), await_promise=True
             )
         except BidiTimeout:
             return DocRead(context, None, False, False, None, None, TIMEOUT)

@@ -133,7 +133,9 @@ class _Restore:
         landing = origin_of(land) if land else None
         kind = self.browser.ref.kind
         headed = [c for c in self.cookies if needs_header(c, kind)]
-        if land and landing is not None and set(self.payloads) == {landing} and not headed:
+        databases = any("idb" in p for p in self.payloads.values())  # async: a spare page
+        one = set(self.payloads) == {landing}
+        if land and landing is not None and one and not headed and not databases:
             await _set_cookies(self.browser, self.cookies)
             await _check_cookies(self.browser, self.cookies, self.report, self.now)
             await self.land_with_preload(land, self.payloads[landing])
@@ -211,7 +213,12 @@ class _Restore:
         url = spare.url(members[0], members[1:], pages)
         try:
             await browser.replace(url, timeout=browser.conn.timeout, loads=self.loads)
-            acks = await browser.evaluate_json(ACKS, len(members), await_promise=True)
+            acks = await browser.evaluate_json(
+                ACKS,
+                len(members),
+                _ack_wait_ms(browser, members, self.payloads),
+                await_promise=True,
+            )
         except BidiError as exc:
             return dict.fromkeys(members, _code(exc))
         return {str(k): str(v) for k, v in acks.items()}
@@ -248,13 +255,23 @@ class _Restore:
             report.skip(host_of(origin), f"storage not written: {result}")
 
 
+def _ack_wait_ms(browser: LiveBrowser, members: Sequence[str], payloads: Payloads) -> int:
+    """How long a spare page's acknowledgements may take: 1 s, or (when it writes
+    IndexedDB, whose transactions complete later) as long as the BiDi call allows."""
+    if any("idb" in payloads.get(o, {}) for o in members):
+        return int(1000 * max(1.0, browser.conn.timeout - 0.5))
+    return 1000
+
+
 def _code(exc: BaseException) -> str:
     return exc.code if isinstance(exc, BidiError) else type(exc).__name__
 
 
 def _payloads(snapshot: SiteData) -> Payloads:
     payloads: Payloads = {
-        origin: {"local": dict(s.local)} for origin, s in snapshot.origins.items() if s.local
+        origin: {"local": dict(s.local), **({"idb": list(s.indexed_db)} if s.indexed_db else {})}
+        for origin, s in snapshot.origins.items()
+        if s.local or s.indexed_db
     }
     session = snapshot.session
     if session is not None and session.items:

@@ -56,6 +56,8 @@ class SaveRead:
     """The sessionStorage of each other top-level tab (popups, ``target=_blank``)."""
     user_agent: str | None = None
     """``navigator.userAgent`` of the main tab (None when it could not be read)."""
+    idb_origins: set[str] = field(default_factory=set)
+    """Origins known to hold IndexedDB databases (a read found some, or a page opened one)."""
 
 
 async def save_read(
@@ -81,6 +83,7 @@ async def save_read(
     tainted: set[str] = set()
     session: SessionStorage | None = None
     tabs: list[TabStorage] = []
+    idb = {d.origin for d in docs if d.idb and d.origin is not None} | tracker.indexed_db
     for doc in docs:
         if doc.origin is None or doc.local is None:
             continue
@@ -109,13 +112,15 @@ async def save_read(
         local[main.origin] = live[main.origin]
     if need:
         log.debug("save reads %d origins through the spare tab: %s", len(need), need)
-    read, not_read = await _spare_read(browser, need, deadline)
+    read, not_read = await _spare_read(browser, need, deadline, idb)
     local.update(read)
     if not tracker.complete and not not_read:
         tracker.resync(local)
     session_read = main is not None and main.error is None
     user_agent = main.user_agent if main is not None else None
-    return SaveRead(jar, local, session, not_read, len(need), session_read, lost, tabs, user_agent)
+    return SaveRead(
+        jar, local, session, not_read, len(need), session_read, lost, tabs, user_agent, idb
+    )
 
 
 def settle_jar(
@@ -142,7 +147,7 @@ def lost_reason(cookie: Cookie) -> Skipped:
 
 
 async def _spare_read(
-    browser: LiveBrowser, origins: Sequence[str], deadline: float
+    browser: LiveBrowser, origins: Sequence[str], deadline: float, idb: set[str]
 ) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
     """Read each origin's localStorage in a background spare tab, a site per navigation.
 
@@ -159,7 +164,7 @@ async def _spare_read(
     tab = str(created["context"])
     try:
         async with SpareResponder(conn, [tab]) as spare:
-            workers = await _read_sites(browser, spare, tab, origins, stop_at, read, not_read)
+            workers = await _read_sites(browser, spare, tab, origins, stop_at, read, not_read, idb)
             for origin in workers:
                 if time.monotonic() > stop_at:
                     not_read[origin] = "not attempted: the save's deadline passed"
@@ -184,6 +189,7 @@ async def _read_sites(
     stop_at: float,
     read: dict[str, dict[str, str]],
     not_read: dict[str, str],
+    idb: set[str],
 ) -> list[str]:
     """Read site by site into ``read``/``not_read``; returns origins a worker answered."""
     workers: list[str] = []
@@ -211,6 +217,8 @@ async def _read_sites(
                 not_read[origin] = f"could not be read: {doc.error or 'no storage'}"
             else:
                 read[origin] = doc.local
+                if doc.idb:
+                    idb.add(origin)
         if any(d.error == TIMEOUT for d in docs.values()):
             _skip_rest(groups[index + 1 :], not_read, "not attempted: an earlier read timed out")
             break

@@ -81,6 +81,8 @@ class LeaveTracker:
     _changed: set[str] = field(default_factory=set)
     _docs: dict[str, _Doc] = field(default_factory=dict)
     _parents: dict[str, str | None] = field(default_factory=dict)
+    indexed_db: set[str] = field(default_factory=set)
+    """Origins a document of which opened an IndexedDB database (from leave reports)."""
 
     @classmethod
     def at_birth(cls) -> LeaveTracker:
@@ -121,6 +123,8 @@ class LeaveTracker:
             log.warning("dropped a malformed leave report")
             return
         self._changed.add(origin)
+        if report.get("idb"):
+            self.indexed_db.add(origin)
         doc = self._docs.get(str((params.get("source") or {}).get("context")))
         if doc is not None and doc.origin == origin:
             doc.reported = True

@@ -216,8 +216,20 @@ def _session_tools(
         ),
     )
     @_guarded()
-    async def save_site_data(ctx: Ctx, key: Key = None) -> JSON:
-        return await service_of().save_site_data(principal_of(ctx), session_of(ctx, key))
+    async def save_site_data(
+        ctx: Ctx,
+        key: Key = None,
+        indexed_db: Annotated[
+            bool,
+            Field(
+                description="Also carry IndexedDB (sites that keep their sign-in there, "
+                "such as Firebase Auth)."
+            ),
+        ] = False,
+    ) -> JSON:
+        return await service_of().save_site_data(
+            principal_of(ctx), session_of(ctx, key), indexed_db=indexed_db
+        )
 
     @server.tool(
         name="close_session",
