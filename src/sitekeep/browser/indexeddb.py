@@ -25,15 +25,14 @@ calls) as not carried.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from sitekeep.browser.docs import frames_by_origin
 from sitekeep.browser.live import LiveBrowser
-from sitekeep.browser.spare import SpareResponder
-from sitekeep.errors import BidiError, BidiTimeout, BrowserUnavailable
+from sitekeep.browser.spare import SpareResponder, background_spare
+from sitekeep.errors import BidiError, BidiTimeout
 from sitekeep.sites import group_by_site
 
 __all__ = [
@@ -300,21 +299,12 @@ async def read_databases(
         return read, failed
     conn = browser.conn
     stop_at = time.monotonic() + deadline
-    tab = str(
-        (await conn.send("browsingContext.create", {"type": "tab", "background": True}))["context"]
-    )
-    try:
-        async with SpareResponder(conn, [tab]) as spare:
-            for members in group_by_site(origins).values():
-                if time.monotonic() > stop_at:
-                    failed.update(
-                        dict.fromkeys(members, "not attempted: the save's deadline passed")
-                    )
-                    continue
-                await _read_site(browser, spare, tab, members, read, failed)
-    finally:
-        with contextlib.suppress(BidiError, BrowserUnavailable):
-            await conn.send("browsingContext.close", {"context": tab})
+    async with background_spare(conn) as (tab, spare):
+        for members in group_by_site(origins).values():
+            if time.monotonic() > stop_at:
+                failed.update(dict.fromkeys(members, "not attempted: the save's deadline passed"))
+                continue
+            await _read_site(browser, spare, tab, members, read, failed)
     return read, failed
 
 

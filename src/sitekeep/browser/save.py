@@ -10,7 +10,6 @@ of one site in one navigation. It reports what it read and what it could not;
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Iterable, Sequence
@@ -25,9 +24,9 @@ from sitekeep.browser.docs import (
     read_docs,
 )
 from sitekeep.browser.live import LiveBrowser
-from sitekeep.browser.spare import SpareResponder
+from sitekeep.browser.spare import SpareResponder, background_spare
 from sitekeep.cookies import cookie_host, cookie_key, settle_same_site
-from sitekeep.errors import BidiError, BidiTimeout, BrowserUnavailable
+from sitekeep.errors import BidiError, BidiTimeout
 from sitekeep.model import Cookie, SessionStorage, Skipped, TabStorage
 from sitekeep.sites import group_by_site
 
@@ -160,24 +159,18 @@ async def _spare_read(
     stop_at = time.monotonic() + deadline
     read: dict[str, dict[str, str]] = {}
     not_read: dict[str, str] = {}
-    created = await conn.send("browsingContext.create", {"type": "tab", "background": True})
-    tab = str(created["context"])
-    try:
-        async with SpareResponder(conn, [tab]) as spare:
-            workers = await _read_sites(browser, spare, tab, origins, stop_at, read, not_read, idb)
-            for origin in workers:
-                if time.monotonic() > stop_at:
-                    not_read[origin] = "not attempted: the save's deadline passed"
-                    continue
-                local = await _read_past_worker(browser, spare, tab, origin)
-                if local is None:
-                    browser.tracker.invalidate(origin)
-                    not_read[origin] = SW_REASON
-                else:
-                    read[origin] = local
-    finally:
-        with contextlib.suppress(BidiError, BrowserUnavailable):
-            await conn.send("browsingContext.close", {"context": tab})
+    async with background_spare(conn) as (tab, spare):
+        workers = await _read_sites(browser, spare, tab, origins, stop_at, read, not_read, idb)
+        for origin in workers:
+            if time.monotonic() > stop_at:
+                not_read[origin] = "not attempted: the save's deadline passed"
+                continue
+            local = await _read_past_worker(browser, spare, tab, origin)
+            if local is None:
+                browser.tracker.invalidate(origin)
+                not_read[origin] = SW_REASON
+            else:
+                read[origin] = local
     return read, not_read
 
 
