@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, Phase
+from hypothesis import settings as hypothesis_settings
 
 from fixtures.sites import SECRET_VALUES, Sites, start_sites
 from sitekeep.api.app import create_app
@@ -17,6 +19,21 @@ from sitekeep.config import Settings
 from sitekeep.service import Service
 from sitekeep.stores.sql import TokenStore
 from support import WHO, Api, ApiFactory
+
+# Property tests drive real browsers: no deadline per example, no example database, and
+# few examples by default (each batches many items). `--hypothesis-profile fidelity-10k`
+# runs the 10,000-item campaign of tests/e2e/test_fidelity_property.py.
+_HYPOTHESIS = {
+    "deadline": None,
+    "database": None,
+    "suppress_health_check": list(HealthCheck),
+    # Shrinking replays examples in real browsers for many minutes: a failure is reported
+    # as generated (its items are few, and each assertion names the item).
+    "phases": (Phase.explicit, Phase.reuse, Phase.generate),
+}
+hypothesis_settings.register_profile("sitekeep", max_examples=3, **_HYPOTHESIS)
+hypothesis_settings.register_profile("fidelity-10k", max_examples=100, **_HYPOTHESIS)
+hypothesis_settings.load_profile("sitekeep")
 
 HOST_RULES = '--host-resolver-rules="MAP *.example.test 127.0.0.1, MAP *.other.test 127.0.0.1"'
 

@@ -262,6 +262,7 @@ class Service:
             return None
         warnings = await self._user_agent(live, record, snapshot)
         report = await restore(live, snapshot, land, now=self._clock())
+        warnings.extend(report.warnings)
         if not report.restored and not report.skipped and not warnings:
             return None
         result = {**report.as_json(), "uri": self._site_data_uri(record.key)}

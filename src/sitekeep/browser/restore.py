@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,6 +62,8 @@ class RestoreReport:
 
     restored: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    """What was written as saved but will not stay so (``{type, site, key, message}``)."""
 
     def add_host(self, host: str) -> None:
         if host not in self.restored:
@@ -125,6 +128,7 @@ class _Restore:
             if kind == "chromium":  # the next save reads its SameSite as written here
                 browser.same_site.note(cookie_key(cookie), cookie.same_site)
         self.payloads = _payloads(snapshot)
+        self.report.warnings.extend(_keys_the_browser_changes(self.payloads, kind))
         self.report_pages: set[str] = set(self.payloads)
         self.written: dict[str, dict[str, str]] = {}
         self.loads: Loads | None = None
@@ -255,6 +259,34 @@ class _Restore:
             report.skip(host_of(origin), f"storage not written: {result}")
 
 
+_LONE = re.compile("[\ud800-\udfff]")
+_CHANGED_KEYS = {("firefox", "local"): "localStorage", ("chromium", "session"): "sessionStorage"}
+"""Storage whose keys holding a lone UTF-16 surrogate the browser itself changes on a later
+load (measured: Firefox 153's localStorage turns one into another character after a
+cross-process load; Chromium 156's sessionStorage into U+FFFD after a cross-site
+navigation; values, and the other storage, keep them)."""
+
+
+def _keys_the_browser_changes(payloads: Payloads, kind: BrowserKind) -> list[dict[str, Any]]:
+    """Warnings for the keys written as saved that ``kind`` will not keep so."""
+    warnings = []
+    for origin, payload in payloads.items():
+        for storage in ("local", "session"):
+            name = _CHANGED_KEYS.get((kind, storage))
+            for key in payload.get(storage) or () if name else ():
+                if _LONE.search(key):
+                    warnings.append(
+                        {
+                            "type": "storage_key_changed_by_browser",
+                            "site": origin,
+                            "key": key,
+                            "message": f"written as saved, but {kind}'s {name} changes a key "
+                            "holding a lone UTF-16 surrogate on a later load",
+                        }
+                    )
+    return warnings
+
+
 def _ack_wait_ms(browser: LiveBrowser, members: Sequence[str], payloads: Payloads) -> int:
     """How long a spare page's acknowledgements may take: 1 s, or (when it writes
     IndexedDB, whose transactions complete later) as long as the BiDi call allows."""
@@ -343,7 +375,7 @@ async def _check_cookies(
         for cookie in cookies:
             report.skip(cookie_host(cookie), f"cookie {cookie.name!r} unknown: {_code(exc)}")
         return
-    changed: list[Cookie] = []
+    changed: list[tuple[str, str, str]] = []
     for cookie in cookies:
         held = stored.get(cookie_key(cookie))
         if held == as_stored(cookie, now, kind):
@@ -351,14 +383,25 @@ async def _check_cookies(
         elif held is None:
             report.skip(cookie_host(cookie), f"cookie {cookie.name!r} was refused by the browser")
         else:
-            changed.append(cookie)
-    await _remove(browser, changed, report)
+            changed.append(cookie_key(cookie))
+    await _remove(browser, changed, report, "the browser stored it otherwise")
+    # A cookie in the jar that was never meant is one the browser stored under another
+    # name (Firefox reads some names from headers byte by byte): it goes too.
+    meant = {cookie_key(c) for c in cookies}
+    hosts = {cookie_host(c) for c in cookies}
+    strays = [k for k in stored if k not in meant and k[1].lstrip(".").lower() in hosts]
+    await _remove(browser, strays, report, "the browser stored a cookie under another name")
 
 
-async def _remove(browser: LiveBrowser, changed: Sequence[Cookie], report: RestoreReport) -> None:
-    """Delete each cookie the browser stored otherwise than saved, and name it."""
-    for cookie in changed:
-        name, domain, path = cookie_key(cookie)
+async def _remove(
+    browser: LiveBrowser,
+    keys: Sequence[tuple[str, str, str]],
+    report: RestoreReport,
+    why: str,
+) -> None:
+    """Delete each cookie (name, domain, path) the browser stored otherwise than saved,
+    and name it: the browser never keeps a changed cookie."""
+    for name, domain, path in keys:
         try:
             await browser.conn.send(
                 "storage.deleteCookies", {"filter": {"name": name, "domain": domain, "path": path}}
@@ -366,10 +409,7 @@ async def _remove(browser: LiveBrowser, changed: Sequence[Cookie], report: Resto
             outcome = "removed"
         except (BidiError, BrowserUnavailable) as exc:
             outcome = f"left as the browser stored it ({_code(exc)})"
-        report.skip(
-            cookie_host(cookie),
-            f"cookie {cookie.name!r} not restored: the browser stored it otherwise; {outcome}",
-        )
+        report.skip(domain.lstrip(".").lower(), f"cookie {name!r} not restored: {why}; {outcome}")
 
 
 async def _jar(browser: LiveBrowser, now: float) -> dict[tuple[str, str, str], tuple[Any, ...]]:
