@@ -31,8 +31,8 @@ _HYPOTHESIS = {
     # as generated (its items are few, and each assertion names the item).
     "phases": (Phase.explicit, Phase.reuse, Phase.generate),
 }
-hypothesis_settings.register_profile("sitekeep", max_examples=3, **_HYPOTHESIS)
-hypothesis_settings.register_profile("fidelity-10k", max_examples=100, **_HYPOTHESIS)
+hypothesis_settings.register_profile("sitekeep", max_examples=6, **_HYPOTHESIS)
+hypothesis_settings.register_profile("fidelity-10k", max_examples=125, **_HYPOTHESIS)
 hypothesis_settings.load_profile("sitekeep")
 
 HOST_RULES = '--host-resolver-rules="MAP *.example.test 127.0.0.1, MAP *.other.test 127.0.0.1"'

@@ -30,7 +30,7 @@ from sitekeep.browser.indexeddb import NOT_CARRIED, read_databases
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.manager import BrowserManager
 from sitekeep.browser.restore import restore
-from sitekeep.browser.save import lost_reason, save_read, settle_jar
+from sitekeep.browser.save import PARTITIONED, lost_reason, save_read, settle_jar
 from sitekeep.browser.useragent import changed_warning, current_user_agent, override_user_agent
 from sitekeep.config import Settings
 from sitekeep.errors import Forbidden, InvalidInput, NotFound, SitekeepError, StoreUnavailable
@@ -597,6 +597,7 @@ class Service:
         )
         if not indexed_db:
             skipped.extend(Skipped(o, NOT_CARRIED) for o in order if o in read.idb_origins)
+        skipped.extend(Skipped(o, PARTITIONED) for o in read.partitioned)
         skipped.extend(lost_reason(c) for c in read.lost_cookies)
         await self._put_snapshot(record.tenant, record.key, snapshot)
         call.page = page

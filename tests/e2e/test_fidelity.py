@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import pytest
 
 from fixtures.sites import Sites
 from sitekeep.browser.live import LiveBrowser
+from sitekeep.browser.save import PARTITIONED
 from sitekeep.history import origin_of
 from support import Api, ApiFactory
 
@@ -476,3 +478,43 @@ async def test_indexed_db_schema_and_structured_clone_values_come_back_exactly(
     assert opened["site_data"]["skipped"] == []
     after = await run_async(await api.browser("r"), DESCRIBE_DB)
     assert after == before
+
+
+CHIP = b"chip=dummy-chip; Secure; Path=/; SameSite=None; Partitioned"
+
+
+@pytest.mark.parametrize("browser", ["chromium"])  # the test switches kinds itself
+async def test_partitioned_state_is_carried_where_it_can_be_written_and_named_where_not(
+    make_api: ApiFactory, sites: Sites
+) -> None:
+    from .conftest import FIREFOX_PREFS
+
+    api: Api = await make_api(webdriver_url=None, firefox_prefs=FIREFOX_PREFS)
+    await api.open(key="x", browser="chromium")
+    chip_src = sites.url("localhost", f"/__fixture/raw-cookie?hex={CHIP.hex()}")
+    framed = sites.url("b.other.test", "/__fixture/ls?part=dummy-partitioned")
+    for src in (chip_src, framed):
+        await api.go("x", sites.url("a.example.test", f"/__fixture/frame?src={quote(src)}"))
+        live = await api.browser("x")
+        await top_level_tabs(live, 1)
+        for _ in range(100):  # the frame has loaded once its context shows its URL
+            tree = await live.conn.send("browsingContext.getTree", {"root": live.context})
+            if any(c["url"].startswith(src[:20]) for c in tree["contexts"][0]["children"]):
+                break
+            await anyio.sleep(0.05)
+    jar = (await live.conn.send("storage.getCookies", {}))["cookies"]
+    key = next(c["goog:partitionKey"] for c in jar if c["name"] == "chip")
+    saved = await api.save("x")
+    other = origin_of(sites.url("b.other.test"))
+    assert {"site": other, "reason": PARTITIONED} in saved["saved"]["skipped"]
+
+    again = await api.open(key="x", browser="chromium", fresh=True)  # carried where writable
+    assert not [s for s in again["site_data"]["skipped"] if "chip" in s["reason"]]
+    jar = (await (await api.browser("x")).conn.send("storage.getCookies", {}))["cookies"]
+    assert [c["goog:partitionKey"] for c in jar if c["name"] == "chip"] == [key]
+
+    into_firefox = await api.open(key="x", browser="firefox")  # named where not
+    reasons = [s["reason"] for s in into_firefox["site_data"]["skipped"]]
+    assert any(r.startswith("cookie 'chip' not restored: it is partitioned") for r in reasons)
+    jar = (await (await api.browser("x")).conn.send("storage.getCookies", {}))["cookies"]
+    assert "chip" not in {c["name"] for c in jar}

@@ -124,6 +124,9 @@ class _Restore:
             if needs_header(cookie, kind) and to_set_cookie(cookie, kind) is None:
                 self.report.skip(cookie_host(cookie), _unwritable(cookie, kind))
                 continue
+            if cookie.partition_key and kind != "chromium":
+                self.report.skip(cookie_host(cookie), _partitioned(cookie, kind))
+                continue
             self.cookies.append(cookie)
             if kind == "chromium":  # the next save reads its SameSite as written here
                 browser.same_site.note(cookie_key(cookie), cookie.same_site)
@@ -321,6 +324,15 @@ def _unwritable(cookie: Cookie, kind: str) -> str:
     return (
         f"cookie {cookie.name!r} not restored: {kind} cannot store its name or value "
         "through BiDi, nor from a Set-Cookie header"
+    )
+
+
+def _partitioned(cookie: Cookie, kind: str) -> str:
+    site = (cookie.partition_key or {}).get("topLevelSite", "its top-level site")
+    return (
+        f"cookie {cookie.name!r} not restored: it is partitioned (CHIPS) under {site}, and "
+        f"{kind} reports no cookie's partition over BiDi, so it could not be checked; "
+        "written unpartitioned it would be sent on every site"
     )
 
 

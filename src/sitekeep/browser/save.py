@@ -30,11 +30,15 @@ from sitekeep.errors import BidiError, BidiTimeout
 from sitekeep.model import Cookie, SessionStorage, Skipped, TabStorage
 from sitekeep.sites import group_by_site
 
-__all__ = ["SW_REASON", "SaveRead", "lost_reason", "save_read", "settle_jar"]
+__all__ = ["PARTITIONED", "SW_REASON", "SaveRead", "lost_reason", "save_read", "settle_jar"]
 
 log = logging.getLogger(__name__)
 
 SW_REASON = "a service worker answered: save while on this site"
+PARTITIONED = (
+    "its storage in a cross-site frame is partitioned by the frame's top-level site and "
+    "was not carried (its own first-party storage was)"
+)
 
 
 @dataclass
@@ -55,6 +59,9 @@ class SaveRead:
     """The sessionStorage of each other top-level tab (popups, ``target=_blank``)."""
     user_agent: str | None = None
     """``navigator.userAgent`` of the main tab (None when it could not be read)."""
+    partitioned: list[str] = field(default_factory=list)
+    """Origins of cross-site frames holding storage partitioned by their top-level site,
+    which a save does not carry."""
     idb_origins: set[str] = field(default_factory=set)
     """Origins known to hold IndexedDB databases (a read found some, or a page opened one)."""
 
@@ -82,6 +89,7 @@ async def save_read(
     tainted: set[str] = set()
     session: SessionStorage | None = None
     tabs: list[TabStorage] = []
+    partitioned: list[str] = []
     idb = {d.origin for d in docs if d.idb and d.origin is not None} | tracker.indexed_db
     for doc in docs:
         if doc.origin is None or doc.local is None:
@@ -90,6 +98,8 @@ async def save_read(
             live[doc.origin] = doc.local
         else:
             tainted.add(doc.origin)
+            if doc.local and doc.origin not in partitioned:
+                partitioned.append(doc.origin)
         if doc.context == browser.context and doc.session:
             session = SessionStorage(doc.origin, doc.session)
         elif doc.top and doc.session and doc.context != browser.context:
@@ -118,7 +128,17 @@ async def save_read(
     session_read = main is not None and main.error is None
     user_agent = main.user_agent if main is not None else None
     return SaveRead(
-        jar, local, session, not_read, len(need), session_read, lost, tabs, user_agent, idb
+        jar,
+        local,
+        session,
+        not_read,
+        len(need),
+        session_read,
+        lost,
+        tabs,
+        user_agent,
+        partitioned,
+        idb,
     )
 
 
