@@ -54,6 +54,7 @@ async def storage_codes(live: LiveBrowser, which: str) -> list[list[list[int]]]:
     return codes
 
 
+@pytest.mark.parametrize("via", ["local", "grid"])  # through a Selenium Grid too
 async def test_lone_surrogates_nul_and_non_bmp_survive_and_other_origins_come_back(
     api: Api, sites: Sites
 ) -> None:
@@ -128,13 +129,26 @@ async def cookie_header_hex(api: Api, key: str, sites: Sites, host: str) -> str:
 UNICODE_COOKIES = {"cjk": "你好", "emoji": "😀", "spaced": "a 你好 b", "latin": "ü"}
 
 
-@pytest.mark.parametrize("into", ["firefox", "chromium"])
-async def test_cookie_values_beyond_latin_1_come_back_byte_exact_in_either_browser(
-    make_api: ApiFactory, sites: Sites, browser: str, into: str
-) -> None:
+async def both_kinds(make_api: ApiFactory, via: str) -> Api:
+    """An app that starts either kind: through the Grid, or sitekeep's own drivers."""
     from .conftest import FIREFOX_PREFS
 
-    api: Api = await make_api(webdriver_url=None, firefox_prefs=FIREFOX_PREFS)
+    local = {} if via == "grid" else {"webdriver_url": None}
+    api: Api = await make_api(firefox_prefs=FIREFOX_PREFS, **local)
+    return api
+
+
+@pytest.mark.parametrize(
+    ("browser", "into", "via"),
+    [
+        *[(b, i, "local") for b in ("chromium", "firefox") for i in ("firefox", "chromium")],
+        ("chromium", "firefox", "grid"),
+    ],
+)
+async def test_cookie_values_beyond_latin_1_come_back_byte_exact_in_either_browser(
+    make_api: ApiFactory, sites: Sites, browser: str, into: str, via: str
+) -> None:
+    api = await both_kinds(make_api, via)
     await api.open(key="k", browser=browser)
     await api.go("k", sites.url("a.example.test", "/__fixture/page"))
     live = await api.browser("k")
@@ -197,6 +211,7 @@ async def cross_site_post_carries(api: Api, key: str, sites: Sites) -> dict[str,
     return cookies
 
 
+@pytest.mark.parametrize("via", ["local", "grid"])  # through a Selenium Grid too
 async def test_an_unspecified_same_site_is_never_widened_by_a_restore(
     api: Api, sites: Sites, browser: str
 ) -> None:
@@ -240,6 +255,7 @@ async def tab_session(live: LiveBrowser, context: str) -> dict[str, str]:
     return items
 
 
+@pytest.mark.parametrize("via", ["local", "grid"])  # through a Selenium Grid too
 async def test_popups_and_new_tabs_never_stall_a_save_and_keep_their_session_storage(
     api: Api, sites: Sites
 ) -> None:
@@ -273,13 +289,14 @@ async def test_popups_and_new_tabs_never_stall_a_save_and_keep_their_session_sto
     ]
 
 
+@pytest.mark.parametrize(
+    ("browser", "via"), [("chromium", "local"), ("firefox", "local"), ("firefox", "grid")]
+)
 async def test_a_sign_in_bound_to_the_user_agent_warns_across_browsers_and_can_keep_it(
-    make_api: ApiFactory, sites: Sites, browser: str
+    make_api: ApiFactory, sites: Sites, browser: str, via: str
 ) -> None:
-    from .conftest import FIREFOX_PREFS
-
     other = "firefox" if browser == "chromium" else "chromium"
-    api: Api = await make_api(webdriver_url=None, firefox_prefs=FIREFOX_PREFS)
+    api = await both_kinds(make_api, via)
     await api.open(key="a", browser=browser)
     assert (await api.go("a", sites.url("ua.example.test", "/login")))["title"] == (
         "UA — signed in"
@@ -311,6 +328,7 @@ async def title_becomes(api: Api, key: str, title: str) -> None:
     raise AssertionError(f"the page never showed {title!r}")
 
 
+@pytest.mark.parametrize("via", ["local", "grid"])  # through a Selenium Grid too
 async def test_a_sign_in_kept_in_indexed_db_is_named_without_the_opt_in_and_carried_with_it(
     api: Api, sites: Sites
 ) -> None:
@@ -484,12 +502,11 @@ CHIP = b"chip=dummy-chip; Secure; Path=/; SameSite=None; Partitioned"
 
 
 @pytest.mark.parametrize("browser", ["chromium"])  # the test switches kinds itself
+@pytest.mark.parametrize("via", ["local", "grid"])
 async def test_partitioned_state_is_carried_where_it_can_be_written_and_named_where_not(
-    make_api: ApiFactory, sites: Sites
+    make_api: ApiFactory, sites: Sites, via: str
 ) -> None:
-    from .conftest import FIREFOX_PREFS
-
-    api: Api = await make_api(webdriver_url=None, firefox_prefs=FIREFOX_PREFS)
+    api = await both_kinds(make_api, via)
     await api.open(key="x", browser="chromium")
     chip_src = sites.url("localhost", f"/__fixture/raw-cookie?hex={CHIP.hex()}")
     framed = sites.url("b.other.test", "/__fixture/ls?part=dummy-partitioned")
