@@ -20,20 +20,19 @@ from sitekeep.service import Service
 from sitekeep.stores.sql import TokenStore
 from support import WHO, Api, ApiFactory
 
-# Property tests drive real browsers: no deadline per example, no example database, and
-# few examples by default (each batches many items). `--hypothesis-profile fidelity-10k`
-# runs the 10,000-item campaign of tests/e2e/test_fidelity_property.py.
-_HYPOTHESIS = {
-    "deadline": None,
-    "database": None,
-    "suppress_health_check": list(HealthCheck),
-    # Shrinking replays examples in real browsers for many minutes: a failure is reported
-    # as generated (its items are few, and each assertion names the item).
-    "phases": (Phase.explicit, Phase.reuse, Phase.generate),
-}
-hypothesis_settings.register_profile("sitekeep", max_examples=6, **_HYPOTHESIS)
-hypothesis_settings.register_profile("fidelity-10k", max_examples=125, **_HYPOTHESIS)
-hypothesis_settings.load_profile("sitekeep")
+# `--hypothesis-profile fidelity-10k` runs the 10,000-item campaign of
+# tests/e2e/test_fidelity_property.py (125 examples per direction); other hypothesis tests
+# keep their own settings, this profile only raises their example counts too.
+hypothesis_settings.register_profile(
+    "fidelity-10k",
+    max_examples=125,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+    # Shrinking would replay examples in real browsers for many minutes: a failure is
+    # reported as generated (each assertion names its item).
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
+)
 
 HOST_RULES = '--host-resolver-rules="MAP *.example.test 127.0.0.1, MAP *.other.test 127.0.0.1"'
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from fixtures.sites import Sites
@@ -305,6 +305,11 @@ async def round_trip(
     return check(source, target, before, after, reports)
 
 
+CAMPAIGN = settings.get_profile("fidelity-10k")
+IN_CAMPAIGN = settings.default.max_examples == CAMPAIGN.max_examples
+EXAMPLES = CAMPAIGN.max_examples if IN_CAMPAIGN else 6
+"""Six examples per direction in the suite (a few hundred items); the campaign's 125."""
+
 DIRECTIONS = [
     ("chromium", "chromium"),
     ("firefox", "firefox"),
@@ -314,6 +319,13 @@ DIRECTIONS = [
 
 
 @pytest.mark.parametrize(("source", "target"), DIRECTIONS)
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),  # no shrinking in real browsers
+)
 @given(data=SITE_DATA)
 def test_every_item_comes_back_byte_exact_or_is_named(
     rig: Rig, source: BrowserKind, target: BrowserKind, data: dict[str, Any]
