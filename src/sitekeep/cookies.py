@@ -56,6 +56,7 @@ __all__ = [
     "attributes",
     "cookie_host",
     "cookie_key",
+    "cookie_label",
     "covers_host",
     "from_bidi",
     "is_unexpired",
@@ -242,6 +243,12 @@ def covers_host(cookie: Cookie, host: str) -> bool:
 def cookie_key(cookie: Cookie) -> tuple[str, str, str]:
     """What names a cookie in a jar: (name, domain as spelled, path) (RFC 6265bis §5.7)."""
     return (cookie.name, cookie.domain, cookie.path)
+
+
+def cookie_label(name: str, domain: str, path: str) -> str:
+    """How a report names one cookie: its name and where it lives, so two cookies of one
+    name (host-only and domain, or two paths) are told apart: ``cookie 'sid' on a.test/``."""
+    return f"cookie {name!r} on {domain}{path}"
 
 
 def cookie_host(cookie: Cookie) -> str:

@@ -182,8 +182,8 @@ async def test_a_cookie_value_that_is_not_utf8_is_named_or_kept_never_changed(
         assert saved["saved"]["skipped"] == [
             {
                 "site": "a.example.test",
-                "reason": "cookie 'raw_bad' not saved: its value holds bytes that are not "
-                "UTF-8, which the browser reports without them",
+                "reason": "cookie 'raw_bad' on a.example.test/ not saved: its value holds bytes "
+                "that are not UTF-8, which the browser reports without them",
             }
         ]
         assert after == ""
@@ -532,6 +532,8 @@ async def test_partitioned_state_is_carried_where_it_can_be_written_and_named_wh
 
     into_firefox = await api.open(key="x", browser="firefox")  # named where not
     reasons = [s["reason"] for s in into_firefox["site_data"]["skipped"]]
-    assert any(r.startswith("cookie 'chip' not restored: it is partitioned") for r in reasons)
+    assert any(
+        r.startswith("cookie 'chip' on localhost/ not restored: it is partitioned") for r in reasons
+    )
     jar = (await (await api.browser("x")).conn.send("storage.getCookies", {}))["cookies"]
     assert "chip" not in {c["name"] for c in jar}

@@ -39,7 +39,7 @@ from sitekeep.browser.manager import BrowserManager
 from sitekeep.browser.restore import restore
 from sitekeep.browser.save import lost_reason, save_read, settle_jar
 from sitekeep.config import Settings
-from sitekeep.cookies import MAX_AGE, cookie_host, to_bidi
+from sitekeep.cookies import MAX_AGE, cookie_host, cookie_label, to_bidi
 from sitekeep.model import BrowserKind, Cookie, dump_site_data, load_site_data
 from sitekeep.sitedata import compose
 
@@ -224,7 +224,7 @@ def named(reports: list[dict[str, Any]], site: str, cookie: str | None = None) -
         reason = r.get("reason", "")
         if cookie is None and (r["site"] == site or r["site"] in site):
             return True
-        if cookie is not None and r["site"] == site and repr(cookie) in reason:
+        if cookie is not None and r["site"] == site and cookie in reason:
             return True
     return False
 
@@ -248,9 +248,9 @@ def check(
         host = c["domain"].lstrip(".").lower()
         got = after["jar"].get(key)
         if got is None:
-            assert named(reports, host, c["name"]), f"cookie {c} lost without a word: {reports}"
+            assert named(reports, host, cookie_label(*key)), f"cookie {c} lost unnamed: {reports}"
             continue
-        assert not named(reports, host, c["name"]), f"cookie {key} is there but named"
+        assert not named(reports, host, cookie_label(*key)), f"cookie {key} is there but named"
         for attr in ("value", "httpOnly", "secure"):
             assert got[attr] == c[attr], (key, attr, c[attr], got[attr])
         assert same_expiry(c.get("expiry"), got.get("expiry")), key

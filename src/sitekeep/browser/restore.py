@@ -39,6 +39,7 @@ from sitekeep.cookies import (
     as_stored,
     cookie_host,
     cookie_key,
+    cookie_label,
     is_unexpired,
     needs_header,
     set_by_response,
@@ -322,7 +323,7 @@ def _cookie_origin(cookie: Cookie) -> str:
 
 def _unwritable(cookie: Cookie, kind: str) -> str:
     return (
-        f"cookie {cookie.name!r} not restored: {kind} cannot store its name or value "
+        f"{cookie_label(*cookie_key(cookie))} not restored: {kind} cannot store its name or value "
         "through BiDi, nor from a Set-Cookie header"
     )
 
@@ -330,7 +331,8 @@ def _unwritable(cookie: Cookie, kind: str) -> str:
 def _partitioned(cookie: Cookie, kind: str) -> str:
     site = (cookie.partition_key or {}).get("topLevelSite", "its top-level site")
     return (
-        f"cookie {cookie.name!r} not restored: it is partitioned (CHIPS) under {site}, and "
+        f"{cookie_label(*cookie_key(cookie))} not restored: it is partitioned (CHIPS) "
+        f"under {site}, and "
         f"{kind} reports no cookie's partition over BiDi, so it could not be checked; "
         "written unpartitioned it would be sent on every site"
     )
@@ -385,7 +387,8 @@ async def _check_cookies(
             stored = await _jar(browser, now)
     except (BidiError, BrowserUnavailable) as exc:
         for cookie in cookies:
-            report.skip(cookie_host(cookie), f"cookie {cookie.name!r} unknown: {_code(exc)}")
+            label = cookie_label(*cookie_key(cookie))
+            report.skip(cookie_host(cookie), f"{label} unknown: {_code(exc)}")
         return
     changed: list[tuple[str, str, str]] = []
     for cookie in cookies:
@@ -393,7 +396,8 @@ async def _check_cookies(
         if held == as_stored(cookie, now, kind):
             report.add_host(cookie_host(cookie))
         elif held is None:
-            report.skip(cookie_host(cookie), f"cookie {cookie.name!r} was refused by the browser")
+            label = cookie_label(*cookie_key(cookie))
+            report.skip(cookie_host(cookie), f"{label} was refused by the browser")
         else:
             changed.append(cookie_key(cookie))
     await _remove(browser, changed, report, "the browser stored it otherwise")
@@ -421,7 +425,8 @@ async def _remove(
             outcome = "removed"
         except (BidiError, BrowserUnavailable) as exc:
             outcome = f"left as the browser stored it ({_code(exc)})"
-        report.skip(domain.lstrip(".").lower(), f"cookie {name!r} not restored: {why}; {outcome}")
+        label = cookie_label(name, domain, path)
+        report.skip(domain.lstrip(".").lower(), f"{label} not restored: {why}; {outcome}")
 
 
 async def _jar(browser: LiveBrowser, now: float) -> dict[tuple[str, str, str], tuple[Any, ...]]:

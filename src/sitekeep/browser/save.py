@@ -25,7 +25,7 @@ from sitekeep.browser.docs import (
 )
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.spare import SpareResponder, background_spare
-from sitekeep.cookies import cookie_host, cookie_key, settle_same_site
+from sitekeep.cookies import cookie_host, cookie_key, cookie_label, settle_same_site
 from sitekeep.errors import BidiError, BidiTimeout
 from sitekeep.model import Cookie, SessionStorage, Skipped, TabStorage
 from sitekeep.sites import group_by_site
@@ -160,7 +160,7 @@ def lost_reason(cookie: Cookie) -> Skipped:
     """The save's report of a cookie whose value the browser could not report."""
     return Skipped(
         cookie_host(cookie),
-        f"cookie {cookie.name!r} not saved: its value holds bytes that are not UTF-8, "
+        f"{cookie_label(*cookie_key(cookie))} not saved: its value holds bytes that are not UTF-8, "
         "which the browser reports without them",
     )
 
