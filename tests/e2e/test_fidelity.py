@@ -141,7 +141,9 @@ async def both_kinds(make_api: ApiFactory, via: str) -> Api:
 @pytest.mark.parametrize(
     ("browser", "into", "via"),
     [
-        *[(b, i, "local") for b in ("chromium", "firefox") for i in ("firefox", "chromium")],
+        ("chromium", "firefox", "local"),  # the case; Chromium→Chromium is the
+        ("firefox", "firefox", "local"),  # cookie round trip's (test_cookie_roundtrip)
+        ("firefox", "chromium", "local"),
         ("chromium", "firefox", "grid"),
     ],
 )
