@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, Phase
+from hypothesis import settings as hypothesis_settings
 
 from fixtures.databases import fresh_postgres_database
 from fixtures.sites import SECRET_VALUES, Sites, start_sites
@@ -17,6 +19,20 @@ from sitekeep.browser.driver import LocalChromedriver
 from sitekeep.config import Settings
 from sitekeep.service import Service
 from support import WHO, Api, ApiFactory
+
+# `--hypothesis-profile fidelity-10k` runs the 10,000-item campaign of
+# tests/e2e/test_fidelity_property.py (125 examples per direction); other hypothesis tests
+# keep their own settings, this profile only raises their example counts too.
+hypothesis_settings.register_profile(
+    "fidelity-10k",
+    max_examples=125,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+    # Shrinking would replay examples in real browsers for many minutes: a failure is
+    # reported as generated (each assertion names its item).
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
+)
 
 HOST_RULES = '--host-resolver-rules="MAP *.example.test 127.0.0.1, MAP *.other.test 127.0.0.1"'
 

@@ -75,7 +75,13 @@ class Settings(BaseSettings):
     navigation_timeout: float = Field(default=30.0, gt=0)
     """A page load is not one round trip: it has its own bound."""
     save_deadline: float = Field(default=10.0, gt=0)
-    snapshot_cap: int = Field(default=1_000_000, gt=0)
+    snapshot_cap: int = Field(default=16 * 1024 * 1024, gt=0)
+    """Bytes of a snapshot's stored JSON (SPEC §3 Size cap). 16 MiB, from the browsers'
+    own quotas: Firefox gives localStorage 5 MiB per site, Chromium 5 Mi UTF-16 code units
+    per origin (a 6 M-character value is refused, research/bidi-spike.md §2), which is
+    5 MiB of JSON in ASCII and up to 15 MiB in other BMP text. So one origin filled to its
+    browser's quota still fits beside a full cookie jar (under 1 MiB: 180 cookies of
+    4 KiB); past the cap the largest values go first, then the origins visited longest ago."""
     session_ttl: float = Field(default=24 * 3600.0, gt=0)
     history_cap: int = Field(default=100, gt=0)
     warm_browsers: Annotated[dict[BrowserKind, int], NoDecode] = Field(

@@ -9,10 +9,15 @@ the way in (:func:`from_bidi`) or out (:func:`to_bidi`), each rule with its sour
   SameSite attribute as ``"none"``; a ``"none"`` cookie that is not ``secure`` cannot be a
   real SameSite=None cookie (RFC 6265bis §5.7 step 17 rejects those, and so do both
   engines), so it is read as ``default``. Firefox reported no-SameSite cookies as
-  ``"none"`` before BiDi had ``default``: the same rule covers it. Writing ``default``:
-  Chromium stores ``sameSite: "default"`` as an explicit ``lax`` and silently drops
-  ``"none"`` + insecure (measured, research/bidi-spike.md §1), so the attribute is left
-  out; Firefox takes ``"default"`` as it is.
+  ``"none"`` before BiDi had ``default``: the same rule covers it. A *secure* Chromium
+  ``"none"`` may be explicit or unspecified: the save settles it from the ``Set-Cookie``
+  headers the browser received (:func:`settle_same_site`, ``browser.samesite``). Writing
+  ``default``: Chromium treats an unspecified SameSite as Lax, except that it sends a
+  cookie *created less than two minutes ago* on a cross-site top-level POST (measured:
+  a cookie written without ``sameSite`` rode on one) — a restored cookie is always new,
+  so that would widen it. Chromium therefore gets ``sameSite: "default"``, which it
+  stores as an explicit ``lax`` (spike §1), and a ``SameSite=Lax`` header on a spare
+  response; Firefox (whose unspecified is its own default) gets ``"default"``.
 * **Expiry type.** BiDi's ``expiry`` is a js-uint of seconds; Chromium rejects a float
   ("Expected integer") and Firefox does too (spike §1): always an ``int``, None for a
   session cookie. Both engines cap a lifetime at 400 days (RFC 6265bis §5.6.1), so a
@@ -24,8 +29,12 @@ the way in (:func:`from_bidi`) or out (:func:`to_bidi`), each rule with its sour
   it back on ``setCookie`` (spike §1); Firefox reports none and has no per-cookie
   equivalent, so the key is kept in the model and written only to Chromium.
 * **Values.** Firefox 153's ``setCookie`` stores a string value's UTF-8 bytes one byte per
-  character; Latin-1 values are therefore written as base64 of their Latin-1 bytes
-  (:func:`_bidi_value`).
+  character, and a base64 value's bytes one byte per character too; Latin-1 values are
+  therefore written as base64 of their Latin-1 bytes (:func:`_bidi_value`), and a value
+  or name beyond Latin-1 only through a ``Set-Cookie`` header on a spare response, which
+  Firefox reads as UTF-8 (:func:`needs_header`). Chromium reports a value that is not
+  UTF-8 with its bad bytes dropped; its ``size`` (name and value bytes) gives it away
+  (:func:`value_lost`), and the save names such a cookie instead of saving a wrong one.
 * **Vendor fields** (``goog:priority``…) are kept in ``extras`` and never sent to another
   engine.
 """
@@ -34,6 +43,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
+from dataclasses import replace
 from email.utils import formatdate
 from typing import Any
 from urllib.parse import urlsplit
@@ -45,12 +55,17 @@ __all__ = [
     "as_stored",
     "attributes",
     "cookie_host",
+    "cookie_key",
+    "cookie_label",
     "covers_host",
     "from_bidi",
     "is_unexpired",
+    "needs_header",
     "set_by_response",
+    "settle_same_site",
     "to_bidi",
     "to_set_cookie",
+    "value_lost",
 ]
 
 _SAME_SITE: frozenset[str] = frozenset({"strict", "lax", "none", "default"})
@@ -108,10 +123,7 @@ def to_bidi(cookie: Cookie, kind: BrowserKind) -> dict[str, Any]:
     same_site = cookie.same_site
     if same_site == "none" and not cookie.secure:
         same_site = "default"
-    if same_site != "default":
-        out["sameSite"] = same_site
-    elif kind == "firefox":
-        out["sameSite"] = "default"
+    out["sameSite"] = same_site  # Chromium stores "default" as Lax: never the 2-minute POST
     if cookie.expiry is not None:
         out["expiry"] = int(cookie.expiry)
     if kind == "chromium" and cookie.partition_key:
@@ -144,13 +156,69 @@ MAX_AGE = 400 * 86400
 "the user agent MUST limit the maximum age to 400 days")."""
 
 
-def as_stored(cookie: Cookie, now: float) -> tuple[Any, ...]:
+def as_stored(cookie: Cookie, now: float, kind: BrowserKind | None = None) -> tuple[Any, ...]:
     """:func:`attributes` as a browser stores them written at ``now``: the expiry capped
-    at 400 days ahead (to the minute, since ``now`` is not the browser's clock)."""
+    at 400 days ahead (to the minute, since ``now`` is not the browser's clock), and for
+    a write into ``kind`` Chromium, an unspecified SameSite as the ``lax`` it stores."""
     attrs = list(attributes(cookie))
     if cookie.expiry is not None and cookie.expiry > now + MAX_AGE - 60:
         attrs[-1] = "capped"
+    if attrs[6] == "none" and not cookie.secure:
+        attrs[6] = "default"  # as to_bidi writes it
+    if kind == "chromium" and attrs[6] == "default":
+        attrs[6] = "lax"
     return tuple(attrs)
+
+
+def value_lost(raw: Mapping[str, Any], kind: BrowserKind) -> bool:
+    """Whether Chromium reported a cookie value without some of its bytes: its ``size``
+    counts name and value in bytes, and a value that is not UTF-8 is reported with the
+    bad bytes dropped (measured: ``x\\xffy`` came back as ``xy``, size 10)."""
+    size = raw.get("size")
+    value = raw.get("value") or {}
+    if kind != "chromium" or not isinstance(size, int) or value.get("type") != "string":
+        return False
+    name = str(raw.get("name", ""))
+    text = str(value.get("value", ""))
+    return (
+        len(name.encode("utf-8", "surrogatepass")) + len(text.encode("utf-8", "surrogatepass"))
+        != size
+    )
+
+
+def needs_header(cookie: Cookie, kind: BrowserKind) -> bool:
+    """Whether ``storage.setCookie`` cannot write ``cookie`` into ``kind`` as it is, so it
+    must come from a ``Set-Cookie`` header: into Firefox, a value beyond Latin-1 or a name
+    beyond ASCII (Firefox stores each UTF-8 byte of a BiDi string as a character)."""
+    if kind != "firefox" or cookie.extras.get("bidi:valueType") == "base64":
+        return False
+    return not cookie.name.isascii() or any(ord(c) > 0xFF for c in cookie.value)
+
+
+def settle_same_site(cookie: Cookie, said: SameSite | None, before: Cookie | None) -> Cookie:
+    """A cookie read from Chromium with the SameSite it was given (module docstring).
+
+    Args:
+        cookie: as :func:`from_bidi` read it (``none`` only when ``secure``).
+        said: what its last ``Set-Cookie`` header (or the restore that wrote it) said,
+            None when unknown.
+        before: the same cookie (name, domain, path) in the last snapshot, if any.
+
+    Returns:
+        ``cookie`` with ``same_site`` never wider than what was set: an unknown ``none``
+        becomes ``default``; a ``lax`` that was written for ``default`` is ``default``.
+    """
+    reported = cookie.same_site
+    settled: SameSite = reported
+    if reported == "none":
+        known = said if said is not None else (before.same_site if before else None)
+        settled = "none" if known == "none" else "default"
+    elif reported == "lax":
+        known = said if said is not None else (before.same_site if before else None)
+        settled = "default" if known == "default" else "lax"
+    if settled == reported:
+        return cookie
+    return replace(cookie, same_site=settled)
 
 
 def is_unexpired(cookie: Cookie, now: float) -> bool:
@@ -170,6 +238,17 @@ def covers_host(cookie: Cookie, host: str) -> bool:
         return host == domain
     bare = domain[1:]
     return host == bare or host.endswith(domain)
+
+
+def cookie_key(cookie: Cookie) -> tuple[str, str, str]:
+    """What names a cookie in a jar: (name, domain as spelled, path) (RFC 6265bis §5.7)."""
+    return (cookie.name, cookie.domain, cookie.path)
+
+
+def cookie_label(name: str, domain: str, path: str) -> str:
+    """How a report names one cookie: its name and where it lives, so two cookies of one
+    name (host-only and domain, or two paths) are told apart: ``cookie 'sid' on a.test/``."""
+    return f"cookie {name!r} on {domain}{path}"
 
 
 def cookie_host(cookie: Cookie) -> str:
@@ -194,13 +273,28 @@ def attributes(cookie: Cookie) -> tuple[Any, ...]:
 _HEADER_SAFE = frozenset(chr(c) for c in range(0x21, 0x7F)) - set(';",\\')
 
 
-def to_set_cookie(cookie: Cookie) -> str | None:
-    """The ``Set-Cookie`` header value that stores ``cookie`` (RFC 6265bis §4.1), or None
-    when a header cannot say it (a CHIPS partition, a value or name outside the header's
-    safe ASCII, ``SameSite=None`` without ``Secure``)."""
+def _header_text_ok(text: str, *, name: bool) -> bool:
+    """Whether Firefox reads ``text`` back from a header as it is (RFC 6265bis §5.6:
+    no ``;`` nor controls, no whitespace at either end, no ``=`` in a name)."""
+    if text != text.strip(" \t") or ";" in text or (name and "=" in text):
+        return False
+    return not any(ord(c) < 0x20 or ord(c) == 0x7F or 0xD800 <= ord(c) < 0xE000 for c in text)
+
+
+def to_set_cookie(cookie: Cookie, kind: BrowserKind = "chromium") -> str | None:
+    """The ``Set-Cookie`` header value that stores ``cookie`` in ``kind`` (RFC 6265bis
+    §4.1), or None when a header cannot say it (a CHIPS partition, bytes that are not a
+    string, a character the header cannot carry, ``SameSite=None`` without ``Secure``).
+    Into Firefox, any Unicode text a header can carry (it reads headers as UTF-8); into
+    Chromium, the header's safe ASCII only."""
     if cookie.partition_key or cookie.extras.get("bidi:valueType") == "base64":
         return None
-    if not set(cookie.name) <= _HEADER_SAFE - {"="} or not set(cookie.value) <= _HEADER_SAFE:
+    if kind == "firefox":
+        if not cookie.name or not _header_text_ok(cookie.name, name=True):
+            return None
+        if not _header_text_ok(cookie.value, name=False):
+            return None
+    elif not set(cookie.name) <= _HEADER_SAFE - {"="} or not set(cookie.value) <= _HEADER_SAFE:
         return None
     if cookie.same_site == "none" and not cookie.secure:
         return None
@@ -215,6 +309,8 @@ def to_set_cookie(cookie: Cookie) -> str | None:
         parts.append("HttpOnly")
     if cookie.same_site != "default":
         parts.append(f"SameSite={cookie.same_site.capitalize()}")
+    elif kind == "chromium":
+        parts.append("SameSite=Lax")  # not unspecified: see the module docstring
     return "; ".join(parts)
 
 

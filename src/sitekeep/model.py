@@ -7,6 +7,8 @@ the rules that act on them live in ``cookies``, ``history`` and ``sitedata``.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -27,6 +29,10 @@ __all__ = [
     "SessionStorage",
     "SiteData",
     "Skipped",
+    "TabStorage",
+    "dump_site_data",
+    "json_bytes",
+    "load_site_data",
 ]
 
 SameSite = Literal["strict", "lax", "none", "default"]
@@ -67,9 +73,12 @@ class Cookie:
 
 @dataclass(frozen=True, slots=True)
 class OriginStorage:
-    """The localStorage of one origin: key to value, both strings (HTML Web Storage)."""
+    """The localStorage of one origin: key to value, both strings (HTML Web Storage), and
+    its IndexedDB databases when a save carried them (``browser.indexeddb`` gives their
+    JSON shape; sitekeep never looks inside the records)."""
 
     local: Mapping[str, str]
+    indexed_db: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,21 +90,51 @@ class SessionStorage:
 
 
 @dataclass(frozen=True, slots=True)
+class TabStorage:
+    """Another top-level tab (a popup, a ``target=_blank`` tab): where it was and its
+    sessionStorage, which belongs to that tab alone (HTML §Session storage)."""
+
+    origin: str
+    url: str
+    items: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
 class SiteData:
-    """The snapshot: cookies + localStorage per origin + one tab's sessionStorage (SPEC §1)."""
+    """The snapshot: cookies + localStorage per origin + the main tab's sessionStorage
+    (SPEC §1), and each other tab's sessionStorage in ``tabs`` (absent from snapshots
+    saved before tabs were kept: they read as none)."""
 
     cookies: tuple[Cookie, ...] = ()
     origins: Mapping[str, OriginStorage] = field(default_factory=dict)
     session: SessionStorage | None = None
     saved_at: float = 0.0
+    tabs: tuple[TabStorage, ...] = ()
+    user_agent: str | None = None
+    """``navigator.userAgent`` of the main tab when saved (None in older snapshots)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Skipped:
-    """An origin or host a save or restore did not carry, and why (never a value)."""
+    """An origin or host a save or restore did not carry, and why (never a value).
+
+    ``key`` and ``bytes`` name one storage value the size cap left out (its key and
+    size in bytes of stored JSON), None for a whole origin or host.
+    """
 
     site: str
     reason: str
+    key: str | None = None
+    bytes: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """``{site, reason}``, with ``key`` and ``bytes`` when set."""
+        out: dict[str, Any] = {"site": self.site, "reason": self.reason}
+        if self.key is not None:
+            out["key"] = self.key
+        if self.bytes is not None:
+            out["bytes"] = self.bytes
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +196,9 @@ class SessionRecord:
     reopened: Mapping[str, Any] | None = None
     insecure: bool = False
     refs: RefMap | None = None
+    keep_user_agent: bool = False
+    """Every browser of this session runs under the User-Agent its snapshot was saved
+    under (``open_session(keep_user_agent=true)``, SPEC §3 Cross-browser)."""
     typed_secrets: tuple[tuple[str, str], ...] = ()
     """(secret, field) typed in this session's browser: a URL holding one of their values
     is withheld from results and history (SPEC §7). Names only, never values."""
@@ -168,3 +210,36 @@ class SessionRecord:
 
 RECORD_JSON: TypeAdapter[SessionRecord] = TypeAdapter(SessionRecord)
 SITE_DATA_JSON: TypeAdapter[SiteData] = TypeAdapter(SiteData)
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_bytes(value: Any) -> bytes:
+    """Compact JSON of ``value`` as UTF-8, lossless for every JS string.
+
+    Web Storage keys and values, titles and cookie fields are JS strings: sequences of
+    UTF-16 code units that may hold a lone surrogate (``"x" + String.fromCharCode(0xDA7E)``),
+    which UTF-8 cannot encode. Such a code unit is written as its JSON escape ``\\udXXX``
+    (RFC 8259 §7 allows any code unit escaped); every other character is written as UTF-8.
+    ``json.loads`` reads the escape back as the same code unit, so a round trip is exact
+    in UTF-16 terms, the terms the browser stores. Mapping keys go through the same rule
+    (pydantic's JSON mode would replace them with U+FFFD).
+    """
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if text.isascii():
+        return text.encode()
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode()
+
+
+def dump_site_data(snapshot: SiteData) -> bytes:
+    """The snapshot as stored (before sealing): :func:`json_bytes` of its fields."""
+    return json_bytes(SITE_DATA_JSON.dump_python(snapshot))
+
+
+def load_site_data(raw: bytes | str) -> SiteData:
+    """The snapshot from :func:`dump_site_data` bytes (or any earlier pydantic JSON of it).
+
+    Raises:
+        ValueError: not JSON; pydantic.ValidationError: not a snapshot.
+    """
+    return SITE_DATA_JSON.validate_python(json.loads(raw))

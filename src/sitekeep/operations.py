@@ -28,6 +28,7 @@ from sitekeep.steps import (
     NoArgs,
     PressArgs,
     ReadArgs,
+    SaveArgs,
     SelectArgs,
     TypeArgs,
     TypeSecretArgs,
@@ -214,8 +215,8 @@ async def _assert_text(call: Call, args: AssertTextArgs) -> dict[str, Any]:
     return {"found": True}
 
 
-async def _save(call: Call, _: NoArgs) -> dict[str, Any]:
-    return await call.service.save_in(call)
+async def _save(call: Call, args: SaveArgs) -> dict[str, Any]:
+    return await call.service.save_in(call, indexed_db=args.indexed_db)
 
 
 HANDLERS: dict[str, Handler] = {

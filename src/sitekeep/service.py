@@ -15,6 +15,7 @@ import contextlib
 import contextvars
 import logging
 import os
+import re
 import secrets
 import socket
 import time
@@ -30,10 +31,12 @@ from sitekeep import history as hist
 from sitekeep import reaping, sitedata
 from sitekeep.admin import Admin
 from sitekeep.auth import Authenticator
+from sitekeep.browser.indexeddb import NOT_CARRIED, read_databases
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.manager import BrowserManager
 from sitekeep.browser.restore import restore
-from sitekeep.browser.save import save_read
+from sitekeep.browser.save import PARTITIONED, lost_reason, save_read, settle_jar
+from sitekeep.browser.useragent import changed_warning, current_user_agent, override_user_agent
 from sitekeep.config import Settings
 from sitekeep.errors import (
     CapacityExceeded,
@@ -48,13 +51,15 @@ from sitekeep.errors import (
 from sitekeep.flows import run_steps
 from sitekeep.model import (
     RECORD_JSON,
-    SITE_DATA_JSON,
     BrowserKind,
     BrowserRef,
     Principal,
     Role,
     SessionRecord,
     SiteData,
+    Skipped,
+    dump_site_data,
+    load_site_data,
 )
 from sitekeep.operations import HANDLERS, Call
 from sitekeep.policy import check_key, check_url
@@ -224,11 +229,11 @@ class Service:
         if sealed is None:
             return None
         plain = self._cipher.open(sealed, tenant=tenant, kind="site-data", ident=key)
-        return SITE_DATA_JSON.validate_json(plain)
+        return load_site_data(plain)
 
     async def _put_snapshot(self, tenant: str, key: str, snapshot: SiteData) -> None:
         sealed = self._cipher.seal(
-            SITE_DATA_JSON.dump_json(snapshot), tenant=tenant, kind="site-data", ident=key
+            dump_site_data(snapshot), tenant=tenant, kind="site-data", ident=key
         )
         await self._store.set(
             self._snapshot_key(tenant, key), sealed, ttl=self.settings.session_ttl
@@ -312,7 +317,7 @@ class Service:
         """Add where the browser landed (or withhold it), bump the history with every URL
         the call reached, hand out a pending reopen report once, store the record."""
         page, withheld = await self.where(call)
-        result = {**result, **_landing(page, withheld)}
+        result = _well_formed({**result, **_landing(page, withheld)})
         now = self._clock()
         record = call.record
         if record.reopened is not None:
@@ -445,10 +450,40 @@ class Service:
             if land:
                 await live.navigate(land)
             return None
+        warnings = await self._user_agent(live, record, snapshot)
         report = await restore(live, snapshot, land, now=self._clock())
-        if not report.restored and not report.skipped:
+        warnings.extend(report.warnings)
+        if not report.restored and not report.skipped and not warnings:
             return None
-        return {**report.as_json(), "uri": self._site_data_uri(record.key)}
+        result = {**report.as_json(), "uri": self._site_data_uri(record.key)}
+        if warnings:
+            result["warnings"] = warnings
+        return result
+
+    async def _user_agent(
+        self, live: LiveBrowser, record: SessionRecord, snapshot: SiteData
+    ) -> list[dict[str, Any]]:
+        """Apply the snapshot's User-Agent when the session keeps it; warn when the
+        browser runs under another one (SPEC §3 Cross-browser)."""
+        saved = snapshot.user_agent
+        if saved is None:
+            return []
+        warnings: list[dict[str, Any]] = []
+        if record.keep_user_agent:
+            why = await override_user_agent(live, saved)
+            if why is not None:
+                warnings.append(
+                    {
+                        "type": "user_agent_not_applied",
+                        "reason": why,
+                        "message": f"this {live.ref.kind} cannot override its User-Agent "
+                        "over BiDi (emulation.setUserAgentOverride)",
+                    }
+                )
+        changed = changed_warning(saved, await current_user_agent(live))
+        if changed is not None:
+            warnings.append(changed)
+        return warnings
 
     @staticmethod
     def _site_data_uri(key: str) -> str:
@@ -468,6 +503,7 @@ class Service:
         fresh: bool = False,
         insecure: bool = False,
         country: str | None = None,
+        keep_user_agent: bool | None = None,
     ) -> dict[str, Any]:
         """Open (or return to) a session's browser (SPEC §3 Restore, §5 ``open_session``).
 
@@ -475,6 +511,9 @@ class Service:
         gets the snapshot restored (unless ``restore_site_data`` is false or ``insecure``)
         before it lands on ``url`` or the last page. ``restore_site_data=false`` deletes
         the snapshot (``{"forgotten": N}``, N hosts); the history stays.
+        ``keep_user_agent`` (kept for the session's later browsers; None leaves it as it
+        is) runs the browser under the User-Agent the snapshot was saved under; a restore
+        under another one warns ``{type: "user_agent_changed"}`` in ``site_data.warnings``.
 
         Returns:
             ``{key, url, title, site_data?, hint?}``.
@@ -496,6 +535,7 @@ class Service:
             "restore_site_data": restore_site_data,
             "fresh": fresh,
             "insecure": insecure,
+            "keep_user_agent": keep_user_agent,
         }
 
         async def body() -> dict[str, Any]:
@@ -508,6 +548,7 @@ class Service:
                 restore_site_data=restore_site_data,
                 fresh=fresh,
                 insecure=insecure,
+                keep_user_agent=keep_user_agent,
             )
 
         return await self._seam(who, key, "open_session", args, body)
@@ -523,6 +564,7 @@ class Service:
         restore_site_data: bool,
         fresh: bool,
         insecure: bool,
+        keep_user_agent: bool | None = None,
     ) -> dict[str, Any]:
         now = self._clock()
         record = await self._load(who.tenant, key) or SessionRecord(
@@ -538,14 +580,21 @@ class Service:
             result["site_data"] = {"forgotten": await self._forget_snapshot(who.tenant, key)}
         live = await self._reusable(record, kind if kind_given else record.kind, insecure, fresh)
         record = replace(record, kind=kind if kind_given else record.kind, insecure=insecure)
+        if keep_user_agent is not None:
+            record = replace(record, keep_user_agent=keep_user_agent)
         if live is None:
             live, report = await self._new_browser(
                 record, land=url or record.url, restore_data=restore_site_data
             )
             if report is not None:
                 result["site_data"] = report
-        elif url is not None:
-            await live.navigate(url)
+        else:
+            if keep_user_agent:
+                snapshot = await self._load_snapshot(who.tenant, key)
+                if snapshot is not None and snapshot.user_agent:
+                    await override_user_agent(live, snapshot.user_agent)
+            if url is not None:
+                await live.navigate(url)
         if insecure:
             result["hint"] = INSECURE_HINT
         record = replace(record, browser=live.ref, reopened=None, refs=None)
@@ -652,11 +701,20 @@ class Service:
         return await self._seam(who, key, "run_flow", args, body)
 
     async def save_site_data(
-        self, who: Principal, key: str, *, profile: str | None = None, full: bool = False
+        self,
+        who: Principal,
+        key: str,
+        *,
+        profile: str | None = None,
+        full: bool = False,
+        indexed_db: bool = False,
     ) -> dict[str, Any]:
         """Replace the session's snapshot with the browser's site data (SPEC §3 Save).
 
         Args:
+            indexed_db: also carry every visited origin's IndexedDB databases (SPEC §3
+                IndexedDB); without it, each origin known to hold some is named in
+                ``skipped`` as not carried.
             full: read every history origin through the spare tab, ignoring the copies
                 captured on leave (slower; the reference the fast path must equal).
 
@@ -674,11 +732,16 @@ class Service:
 
         async def body() -> dict[str, Any]:
             call = await self._call(who, key)
-            return await self._finish(call, await self.save_in(call, full=full))
+            return await self._finish(
+                call, await self.save_in(call, full=full, indexed_db=indexed_db)
+            )
 
-        return await self._seam(who, key, "save_site_data", {"full": full}, body)
+        args = {"full": full, "indexed_db": indexed_db}
+        return await self._seam(who, key, "save_site_data", args, body)
 
-    async def save_in(self, call: Call, *, full: bool = False) -> dict[str, Any]:
+    async def save_in(
+        self, call: Call, *, full: bool = False, indexed_db: bool = False
+    ) -> dict[str, Any]:
         """The save itself, inside a call: the pages the call reached so far go into the
         history first, so the save reads their storage too (SPEC §4 flows)."""
         record = replace(
@@ -699,25 +762,40 @@ class Service:
             e.origin for e in record.history if e.origin != current
         ]
         read = await save_read(browser, order, deadline=self.settings.save_deadline, full=full)
+        databases: dict[str, list[dict[str, Any]]] | None = None
+        databases_failed: dict[str, str] = {}
+        if indexed_db:
+            databases, databases_failed = await read_databases(
+                browser, order, deadline=self.settings.save_deadline
+            )
         previous = await self._load_snapshot(record.tenant, record.key)
         session = read.session if read.session_read or previous is None else previous.session
+        cookies = settle_jar(browser, read.cookies, previous.cookies if previous else ())
         snapshot, skipped = sitedata.compose(
             previous,
-            cookies=read.cookies,
+            cookies=cookies,
             read=read.local,
             session=session,
             not_read=read.not_read,
             visit_order=order,
             saved_at=self._clock(),
             cap=self.settings.snapshot_cap,
+            tabs=read.tabs,
+            user_agent=read.user_agent,
+            indexed_db=databases,
+            indexed_db_failed=databases_failed,
         )
+        if not indexed_db:
+            skipped.extend(Skipped(o, NOT_CARRIED) for o in order if o in read.idb_origins)
+        skipped.extend(Skipped(o, PARTITIONED) for o in read.partitioned)
+        skipped.extend(lost_reason(c) for c in read.lost_cookies)
         await self._put_snapshot(record.tenant, record.key, snapshot)
         call.page = page
         saved = {
             "cookies": len(snapshot.cookies),
             "sites": [o for o in order if o in snapshot.origins]
             + sorted(set(snapshot.origins) - set(order)),
-            "skipped": [{"site": s.site, "reason": s.reason} for s in skipped],
+            "skipped": [s.as_json() for s in skipped],
             "spare_reads": read.spare_reads,
         }
         return {"saved": saved, "uri": self._site_data_uri(record.key)}
@@ -734,17 +812,19 @@ class Service:
         url = page.url if page else record.url
         withheld = url is not None and await self._holds_secret(who.tenant, record, url)
         snapshot = await self._load_snapshot(who.tenant, key)
-        return {
-            "key": key,
-            **({"url_withheld": True} if withheld else {"url": url}),
-            "title": page.title if page else None,
-            "browser": {"kind": record.kind, "live": live is not None},
-            "site_data": {
-                "saved_at": snapshot.saved_at if snapshot else None,
-                "hosts": len(sitedata.host_rows(snapshot, record.history)) if snapshot else 0,
-                "uri": self._site_data_uri(key),
-            },
-        }
+        return _well_formed(
+            {
+                "key": key,
+                **({"url_withheld": True} if withheld else {"url": url}),
+                "title": page.title if page else None,
+                "browser": {"kind": record.kind, "live": live is not None},
+                "site_data": {
+                    "saved_at": snapshot.saved_at if snapshot else None,
+                    "hosts": len(sitedata.host_rows(snapshot, record.history)) if snapshot else 0,
+                    "uri": self._site_data_uri(key),
+                },
+            }
+        )
 
     async def end_browsers(self) -> int:
         """End every session's browser and every pool browser on this data dir, then the
@@ -836,7 +916,7 @@ class Service:
         snapshot = await self._load_snapshot(who.tenant, key)
         if snapshot is None:
             raise NotFound("site", site)
-        return {"key": key, **sitedata.host_view(snapshot, site)}
+        return _well_formed({"key": key, **sitedata.host_view(snapshot, site)})
 
     # -- tokens, secrets, runs: the facades reach the stores only through these -----------
 
@@ -973,6 +1053,27 @@ class Service:
             await self._put(replace(record, browser=None))
         await self._ledger(self.stores.runs.close_run(run.id, at=self._clock(), reason=reason))
         return reason
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _well_formed(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with each lone UTF-16 surrogate in its strings (a page's title, a storage
+    key, a value in the owner's view) replaced by U+FFFD, so every facade can encode it as
+    UTF-8. Results show state; the snapshot keeps it exactly (``model.json_bytes``)."""
+    cleaned: dict[str, Any] = _scrub(result)
+    return cleaned
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if value.isascii() else _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v) for v in value]
+    return value
 
 
 def _landing(page: PageInfo, withheld: bool) -> dict[str, Any]:

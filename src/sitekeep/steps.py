@@ -23,6 +23,7 @@ __all__ = [
     "OnError",
     "PressArgs",
     "ReadArgs",
+    "SaveArgs",
     "SelectArgs",
     "Step",
     "TypeArgs",
@@ -42,7 +43,15 @@ class _Args(BaseModel):
 
 
 class NoArgs(_Args):
-    """``back``, ``forward``, ``snapshot``, ``screenshot``, ``save_site_data``."""
+    """``back``, ``forward``, ``snapshot``, ``screenshot``."""
+
+
+class SaveArgs(_Args):
+    """``save_site_data``."""
+
+    indexed_db: bool = Field(
+        default=False, description="Also carry every visited origin's IndexedDB databases."
+    )
 
 
 class NavigateArgs(_Args):
@@ -118,7 +127,7 @@ OPERATIONS: dict[str, type[_Args]] = {
     "screenshot": NoArgs,
     "wait_for": WaitForArgs,
     "assert_text": AssertTextArgs,
-    "save_site_data": NoArgs,
+    "save_site_data": SaveArgs,
 }
 """Every operation a flow step may name (SPEC §6), with its arguments."""
 

@@ -10,7 +10,18 @@ from typing import Any
 
 import pytest
 
-from sitekeep.cookies import covers_host, from_bidi, is_unexpired, to_bidi
+from sitekeep.browser.samesite import SameSiteLog, parse_set_cookie
+from sitekeep.cookies import (
+    as_stored,
+    covers_host,
+    from_bidi,
+    is_unexpired,
+    needs_header,
+    settle_same_site,
+    to_bidi,
+    to_set_cookie,
+    value_lost,
+)
 from sitekeep.model import Cookie, SameSite
 
 PARTITION = {"topLevelSite": "https://example.test", "hasCrossSiteAncestor": True}
@@ -119,14 +130,15 @@ def test_a_minimal_firefox_cookie_gets_the_defaults() -> None:
 # --- to_bidi ------------------------------------------------------------------------------
 
 
-def test_to_bidi_for_chromium_omits_same_site_default() -> None:
-    sent = to_bidi(cookie(same_site="default"), "chromium")
-    assert "sameSite" not in sent
+def test_to_bidi_for_chromium_sends_default_which_it_stores_as_lax() -> None:
+    # Left out, Chromium would store an unspecified SameSite that rides on cross-site
+    # POSTs for two minutes after it is written: a restored cookie would be wider.
+    assert to_bidi(cookie(same_site="default"), "chromium")["sameSite"] == "default"
 
 
-def test_to_bidi_for_chromium_omits_same_site_none_on_an_insecure_cookie() -> None:
+def test_to_bidi_for_chromium_sends_an_insecure_none_as_default() -> None:
     sent = to_bidi(cookie(same_site="none", secure=False), "chromium")
-    assert "sameSite" not in sent
+    assert sent["sameSite"] == "default"
 
 
 @pytest.mark.parametrize("kind", ["chromium", "firefox"])
@@ -174,7 +186,7 @@ def test_to_bidi_for_firefox_sends_no_vendor_fields() -> None:
 
 def test_to_bidi_never_sends_size_or_vendor_extras_back() -> None:
     sent = to_bidi(from_bidi(chromium_raw(), "chromium"), "chromium")
-    assert set(sent) == {"name", "value", "domain", "path", "httpOnly", "secure"}
+    assert set(sent) == {"name", "value", "domain", "path", "httpOnly", "secure", "sameSite"}
 
 
 # --- covers_host (RFC 6265bis §5.1.3) -----------------------------------------------------
@@ -213,3 +225,128 @@ def test_a_cookie_is_unexpired_strictly_before_its_expiry() -> None:
     assert is_unexpired(cookie(expiry=1_000), 999.5)
     assert not is_unexpired(cookie(expiry=1_000), 1_000.0)
     assert not is_unexpired(cookie(expiry=1_000), 1_001.0)
+
+
+# --- SameSite: never widened (issue #9 item 3) --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "url", "expected"),
+    [
+        ("d=4; Secure; Path=/", "https://a.test/x/y", (("d", "a.test", "/"), "default")),
+        (
+            "d=4; Secure; SameSite=unspecified",
+            "https://a.test/x/y",
+            (("d", "a.test", "/x"), "default"),
+        ),
+        ("e=5; SameSite=None; Secure", "https://A.test/", (("e", "a.test", "/"), "none")),
+        (
+            "f=6; samesite=LAX; Domain=.Example.test",
+            "http://a.example.test",
+            (("f", ".example.test", "/"), "lax"),
+        ),
+        ("g=7; Path=rel; SameSite=Strict", "http://a.test/p/q", (("g", "a.test", "/p"), "strict")),
+        ("novalue", "http://a.test/", None),
+    ],
+)
+def test_a_set_cookie_header_names_its_cookie_and_same_site(
+    header: str, url: str, expected: Any
+) -> None:
+    assert parse_set_cookie(header, url) == expected
+
+
+def test_the_log_keeps_the_last_header_of_each_cookie_from_response_events() -> None:
+    log = SameSiteLog()
+    event = {
+        "response": {
+            "url": "https://a.test/",
+            "headers": [
+                {"name": "set-cookie", "value": {"type": "string", "value": "d=1; SameSite=None"}},
+                {"name": "Set-Cookie", "value": {"type": "string", "value": "d=2; Secure\nx=1"}},
+                {"name": "Set-Cookie", "value": {"type": "base64", "value": "eD0x"}},
+                {"name": "Content-Type", "value": {"type": "string", "value": "y=2"}},
+            ],
+        }
+    }
+    log.on_response_completed(event)
+    assert log.said(("d", "a.test", "/")) == "default"
+    assert log.said(("x", "a.test", "/")) == "default"
+    assert log.said(("y", "a.test", "/")) is None
+
+
+SECURE = cookie(secure=True)
+
+
+@pytest.mark.parametrize(
+    ("reported", "said", "before", "settled"),
+    [
+        ("none", None, None, "default"),  # unknown: never wider
+        ("none", "default", None, "default"),  # Set-Cookie: d=4; Secure (the issue's input)
+        ("none", "none", None, "none"),  # SameSite=None said so
+        ("none", None, "none", "none"),  # a reattached socket: the last snapshot's word
+        ("none", None, "lax", "default"),
+        ("none", "lax", None, "default"),  # set again since, from script
+        ("lax", "default", None, "default"),  # restored as default, Chromium says lax
+        ("lax", None, "default", "default"),
+        ("lax", None, None, "lax"),
+        ("lax", "lax", "default", "lax"),
+        ("strict", None, "default", "strict"),
+    ],
+)
+def test_chromium_same_site_is_settled_never_wider_than_it_was_set(
+    reported: SameSite, said: SameSite | None, before: SameSite | None, settled: SameSite
+) -> None:
+    previous = cookie(secure=True, same_site=before) if before else None
+    got = settle_same_site(cookie(secure=True, same_site=reported), said, previous)
+    assert got.same_site == settled
+
+
+def test_a_chromium_default_is_checked_as_the_lax_it_stores() -> None:
+    written = cookie(same_site="default")
+    assert as_stored(written, 0, "chromium") == as_stored(cookie(same_site="lax"), 0)
+    assert as_stored(written, 0, "firefox") != as_stored(cookie(same_site="lax"), 0)
+
+
+def test_a_spare_response_never_sets_an_unspecified_same_site_in_chromium() -> None:
+    header = to_set_cookie(cookie(value="v"), "chromium")
+    assert header is not None and header.endswith("SameSite=Lax")
+    assert "SameSite" not in (to_set_cookie(cookie(value="v"), "firefox") or "SameSite")
+
+
+# --- values beyond Latin-1, bytes that are not UTF-8 (issue #9 items 1, 2) -----------------
+
+
+@pytest.mark.parametrize(
+    ("value", "name", "header"),
+    [
+        ("你好", "cjk", True),
+        ("a 😀 b", "emoji", True),
+        ("ü", "latin", False),  # base64 of its Latin-1 bytes does it
+        ("ascii", "plain", False),
+        ("x", "nämé", True),
+    ],
+)
+def test_firefox_needs_a_header_for_text_beyond_latin_1(
+    value: str, name: str, header: bool
+) -> None:
+    assert needs_header(cookie(name=name, value=value), "firefox") is header
+    assert needs_header(cookie(name=name, value=value), "chromium") is False
+
+
+def test_firefox_headers_carry_unicode_but_never_a_split_or_a_surrounding_space() -> None:
+    assert to_set_cookie(cookie(name="cjk", value="a 你好 b"), "firefox") == (
+        "cjk=a 你好 b; Path=/"
+    )
+    for value in ("x;y", " x", "x ", "x\ny", "x\udc00"):
+        assert to_set_cookie(cookie(value=value), "firefox") is None, value
+    assert to_set_cookie(cookie(name="a=b", value="v"), "firefox") is None
+    assert to_set_cookie(cookie(value="你好"), "chromium") is None
+
+
+def test_chromium_reports_a_value_with_its_non_utf8_bytes_dropped_and_size_tells() -> None:
+    # Set-Cookie: raw_bad=x\xffy came back as "xy" with size 10 (7 + 3 bytes).
+    lost = chromium_raw(name="raw_bad", value={"type": "string", "value": "xy"}, size=10)
+    assert value_lost(lost, "chromium")
+    kept = chromium_raw(name="raw_utf8", value={"type": "string", "value": "你好"}, size=14)
+    assert not value_lost(kept, "chromium")
+    assert not value_lost(lost, "firefox")  # Firefox counts UTF-16 units, and holds U+FFFD

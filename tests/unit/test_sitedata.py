@@ -18,6 +18,8 @@ from sitekeep.model import (
     SessionStorage,
     SiteData,
     Skipped,
+    dump_site_data,
+    load_site_data,
 )
 from sitekeep.sitedata import HIDDEN, HostRow, compose, forget_host, host_rows, host_view, json_size
 
@@ -44,6 +46,8 @@ def compose_(
     not_read: Mapping[str, str] | None = None,
     visit_order: Sequence[str] = (),
     cap: int = BIG,
+    indexed_db: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    indexed_db_failed: Mapping[str, str] | None = None,
 ) -> tuple[SiteData, list[Skipped]]:
     return compose(
         previous,
@@ -54,11 +58,13 @@ def compose_(
         visit_order=visit_order,
         saved_at=NOW,
         cap=cap,
+        indexed_db=indexed_db,
+        indexed_db_failed=indexed_db_failed,
     )
 
 
 def serialized_size(snapshot: SiteData) -> int:
-    return len(SITE_DATA_JSON.dump_json(snapshot))
+    return len(dump_site_data(snapshot))
 
 
 def local(snapshot: SiteData) -> dict[str, dict[str, str]]:
@@ -81,8 +87,40 @@ def test_json_size_matches_the_stored_serialisation_of_a_snapshot() -> None:
         session=SessionStorage(A, {"s": "1"}),
         saved_at=NOW,
     )
-    dumped = SITE_DATA_JSON.dump_python(snapshot, mode="json")
+    dumped = SITE_DATA_JSON.dump_python(snapshot)
     assert json_size(dumped) == serialized_size(snapshot)
+
+
+HOSTILE = [
+    "x\udabey",  # a lone high surrogate (the issue's input)
+    "\udc00",  # a lone low surrogate
+    "\ud83d",  # half an emoji
+    "\ude00\ud83d",  # a low then a high: no pair
+    "nul\x00inside",
+    "😀 non-BMP",
+    "\\ud800 as text",  # a backslash and letters, not a surrogate
+    "\u2028\u2029</script>",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_every_js_string_survives_the_stored_json_exactly(text: str) -> None:
+    snapshot = SiteData(
+        cookies=(Cookie(text or "n", text, "a.example.test"),),
+        origins={A: OriginStorage({text: text, "k": text})},
+        session=SessionStorage(A, {text: text}),
+        saved_at=NOW,
+    )
+    stored = dump_site_data(snapshot)
+    stored.decode("utf-8")  # valid UTF-8, whatever the strings held
+    assert load_site_data(stored) == snapshot
+    assert json_size(SITE_DATA_JSON.dump_python(snapshot)) == len(stored)
+
+
+def test_snapshots_stored_before_the_escape_still_load() -> None:
+    snapshot = SiteData(cookies=(SID,), origins={A: OriginStorage({"k": "é"})}, saved_at=NOW)
+    assert load_site_data(SITE_DATA_JSON.dump_json(snapshot)) == snapshot
 
 
 # --- compose: replace, not merge ----------------------------------------------------------
@@ -420,3 +458,85 @@ def test_forget_host_removes_its_storage_and_own_cookies_and_keeps_parent_domain
 def test_forget_host_keeps_another_hosts_session_storage() -> None:
     snapshot = SiteData(cookies=(SID,), session=SessionStorage(B, {"s": "1"}))
     assert forget_host(snapshot, "a.example.test").session == SessionStorage(B, {"s": "1"})
+
+
+# --- compose: the cap leaves out the largest values first -------------------------------------
+
+
+def test_over_the_cap_a_big_cache_goes_and_the_small_sign_in_token_stays() -> None:
+    # The issue's input: auth beside a 1,500,000-character cache, over a 1,000,000-byte cap.
+    read = {A: {"auth": "dummy-26", "cache": "c" * 1_500_000}, B: {"k": "v"}}
+    snapshot, skipped = compose_(read=read, visit_order=[B, A], cap=1_000_000)
+    assert local(snapshot) == {A: {"auth": "dummy-26"}, B: {"k": "v"}}
+    assert [s.as_json() for s in skipped] == [
+        {
+            "site": A,
+            "key": "cache",
+            "bytes": 1_500_002,
+            "reason": "left out: the snapshot passed its 1000000-byte cap: "
+            "its largest values go first",
+        }
+    ]
+    assert serialized_size(snapshot) <= 1_000_000
+
+
+def test_big_values_go_largest_first_and_only_as_many_as_it_takes() -> None:
+    big = sitedata.BIG_VALUE
+    read = {A: {"a": "a" * (big * 3), "b": "b" * (big * 2)}, B: {"c": "c" * big, "t": "tok"}}
+    full = full_size(read=read)
+    snapshot, skipped = compose_(read=read, visit_order=[A, B], cap=full - big * 3)
+    assert [(s.site, s.key) for s in skipped] == [(A, "a")]
+    assert local(snapshot) == {A: {"b": "b" * (big * 2)}, B: {"c": "c" * big, "t": "tok"}}
+    snapshot, skipped = compose_(read=read, visit_order=[A, B], cap=full - big * 5 - 40)
+    assert [(s.site, s.key) for s in skipped] == [(A, "a"), (A, "b"), (B, "c")]
+    assert local(snapshot) == {B: {"t": "tok"}}
+
+
+def test_when_the_big_values_are_not_enough_the_oldest_origins_go_next() -> None:
+    big = sitedata.BIG_VALUE
+    read = {A: {"cache": "x" * big, "t": "a" * 400}, B: {"t": "b" * 400}, C: {"t": "c" * 400}}
+    cap = full_size(read=read) - big - 300
+    snapshot, skipped = compose_(read=read, visit_order=[C, B, A], cap=cap)
+    assert [(s.site, s.key) for s in skipped] == [(A, "cache"), (A, None)]
+    assert set(snapshot.origins) == {B, C}
+    assert serialized_size(snapshot) <= cap
+
+
+def test_a_big_session_storage_value_goes_before_any_origin() -> None:
+    big = sitedata.BIG_VALUE
+    session = SessionStorage(A, {"draft": "d" * (big * 2), "step": "2"})
+    read = {A: {"t": "tok"}, B: {"t": "tok"}}
+    cap = full_size(read=read, session=session) - big
+    snapshot, skipped = compose_(read=read, session=session, visit_order=[A, B], cap=cap)
+    assert [(s.site, s.key) for s in skipped] == [(A, "draft")]
+    assert snapshot.session == SessionStorage(A, {"step": "2"})
+    assert set(snapshot.origins) == {A, B}
+
+
+# --- compose: IndexedDB (issue #9 item 6) ----------------------------------------------------
+
+DB = {"name": "firebaseLocalStorageDb", "version": 1, "stores": []}
+
+
+def test_databases_are_kept_per_origin_even_without_local_storage() -> None:
+    snapshot, skipped = compose_(read={A: {}}, indexed_db={A: [DB], B: []})
+    assert snapshot.origins == {A: OriginStorage({}, (DB,))}
+    assert skipped == []
+
+
+def test_without_the_opt_in_no_database_is_kept_not_even_the_last_ones() -> None:
+    previous = SiteData(origins={A: OriginStorage({"k": "v"}, (DB,))})
+    snapshot, _ = compose_(previous, read={A: {"k": "v"}})
+    assert snapshot.origins == {A: OriginStorage({"k": "v"})}
+
+
+def test_an_origin_whose_databases_could_not_be_read_keeps_its_last_ones() -> None:
+    previous = SiteData(origins={A: OriginStorage({"k": "old"}, (DB,))})
+    snapshot, skipped = compose_(
+        previous,
+        read={A: {"k": "new"}},
+        indexed_db={},
+        indexed_db_failed={A: "IndexedDB could not be read: timed out"},
+    )
+    assert snapshot.origins == {A: OriginStorage({"k": "new"}, (DB,))}
+    assert skipped == [Skipped(A, "IndexedDB could not be read: timed out")]

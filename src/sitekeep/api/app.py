@@ -42,6 +42,8 @@ class OpenBody(_Body):
     fresh: bool = False
     insecure: bool = False
     country: str | None = None
+    keep_user_agent: bool | None = None
+    """Run under the User-Agent the site data was saved under (kept for the session)."""
 
 
 class NavigateBody(_Body):
@@ -50,6 +52,8 @@ class NavigateBody(_Body):
 
 class SaveBody(_Body):
     profile: str | None = None
+    indexed_db: bool = False
+    """Also carry every visited origin's IndexedDB databases (schema and records)."""
     full: bool = False
     """Read every origin through the spare tab (ignore the copies captured on leave)."""
 
@@ -173,7 +177,9 @@ def _routes(app: FastAPI) -> None:
     @app.post("/v1/sessions/{key}/save-site-data", tags=["site data"])
     async def save_site_data(key: str, who: Who, svc: Svc, body: SaveBody | None = None) -> JSON:
         body = body or SaveBody()
-        return await svc.save_site_data(who, key, profile=body.profile, full=body.full)
+        return await svc.save_site_data(
+            who, key, profile=body.profile, full=body.full, indexed_db=body.indexed_db
+        )
 
     @app.delete("/v1/sessions/{key}/browser", tags=["sessions"])
     async def close_browser(key: str, who: Who, svc: Svc) -> JSON:

@@ -12,7 +12,7 @@ from typing import Any
 
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.scripts import READ
-from sitekeep.cookies import from_bidi
+from sitekeep.cookies import from_bidi, value_lost
 from sitekeep.errors import BidiError, BidiTimeout
 from sitekeep.history import origin_of
 from sitekeep.model import Cookie
@@ -32,6 +32,11 @@ class DocRead:
     local: dict[str, str] | None
     session: dict[str, str] | None
     error: str | None
+    url: str = ""
+    top: bool = False
+    user_agent: str | None = None
+    idb: bool = False
+    """Its origin holds IndexedDB databases."""
 
     @classmethod
     def parse(cls, context: str, raw: Mapping[str, Any]) -> DocRead:
@@ -44,13 +49,30 @@ class DocRead:
             local=raw.get("local"),
             session=raw.get("session"),
             error=raw.get("error"),
+            url=str(raw.get("url") or ""),
+            top=bool(raw.get("top")),
+            user_agent=raw.get("ua"),
+            idb=bool(raw.get("idb")),
         )
 
 
-async def read_cookies(browser: LiveBrowser) -> list[Cookie]:
-    """The whole jar, httpOnly included, every domain (``storage.getCookies``)."""
+async def read_cookies(browser: LiveBrowser, lost: list[Cookie] | None = None) -> list[Cookie]:
+    """The whole jar, httpOnly included, every domain (``storage.getCookies``).
+
+    Args:
+        lost: when given, cookies whose value the browser reported without some of its
+            bytes (``cookies.value_lost``) go here instead of into the result.
+    """
     result = await browser.conn.send("storage.getCookies", {})
-    return [from_bidi(raw, browser.ref.kind) for raw in result.get("cookies", [])]
+    kind = browser.ref.kind
+    jar: list[Cookie] = []
+    for raw in result.get("cookies", []):
+        cookie = from_bidi(raw, kind)
+        if lost is not None and value_lost(raw, kind):
+            lost.append(cookie)
+        else:
+            jar.append(cookie)
+    return jar
 
 
 def _contexts(tree: Iterable[Mapping[str, Any]]) -> list[tuple[str, str | None]]:
@@ -64,13 +86,24 @@ def _contexts(tree: Iterable[Mapping[str, Any]]) -> list[tuple[str, str | None]]
     return out
 
 
-async def read_docs(browser: LiveBrowser, contexts: Sequence[str]) -> list[DocRead]:
-    """READ in each context, pipelined; each bounded by the BiDi timeout on its own (a
-    timed-out one comes back with ``error="timeout"``; one that went away is left out)."""
+async def read_docs(
+    browser: LiveBrowser,
+    contexts: Sequence[str],
+    realms: Mapping[str, str] | None = None,
+    tops: Sequence[str] = (),
+) -> list[DocRead]:
+    """READ in each context (through its window realm when ``realms`` names one),
+    pipelined; each bounded by the BiDi timeout on its own (a timed-out one comes back
+    with ``error="timeout"``; one that went away is left out). The main tab and ``tops``
+    (other top-level tabs) also give their sessionStorage."""
+    realms = realms or {}
 
     async def one(context: str) -> DocRead | None:
+        with_session = context == browser.context or context in tops
         try:
-            raw = await browser.evaluate_json(READ, context == browser.context, context=context)
+            raw = await browser.evaluate_json(
+                READ, with_session, context=context, realm=realms.get(context), await_promise=True
+            )
         except BidiTimeout:
             return DocRead(context, None, False, False, None, None, TIMEOUT)
         except BidiError:
@@ -82,9 +115,19 @@ async def read_docs(browser: LiveBrowser, contexts: Sequence[str]) -> list[DocRe
 
 
 async def live_reads(browser: LiveBrowser, spare_contexts: Sequence[str] = ()) -> list[DocRead]:
-    tree = await browser.conn.send("browsingContext.getTree", {})
-    contexts = [c for c, _ in _contexts(tree.get("contexts", [])) if c not in spare_contexts]
-    return await read_docs(browser, contexts)
+    """READ in every live document: each tab (popups and ``target=_blank`` tabs too, with
+    their sessionStorage) and frame, through its window realm."""
+    tree, found = await asyncio.gather(
+        browser.conn.send("browsingContext.getTree", {}),
+        browser.conn.send("script.getRealms", {"type": "window"}),
+    )
+    realms: dict[str, str] = {}
+    for realm in found.get("realms", []):
+        if not realm.get("sandbox") and isinstance(realm.get("context"), str):
+            realms.setdefault(realm["context"], str(realm["realm"]))
+    pairs = [(c, p) for c, p in _contexts(tree.get("contexts", [])) if c not in spare_contexts]
+    tops = [c for c, parent in pairs if parent is None]
+    return await read_docs(browser, [c for c, _ in pairs], realms, tops)
 
 
 async def frames_by_origin(

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sitekeep.browser.bidi import BidiConnection
+from sitekeep.browser.samesite import SameSiteLog
 from sitekeep.browser.tracker import LeaveTracker
 from sitekeep.errors import (
     BidiError,
@@ -54,17 +55,27 @@ class LiveBrowser:
     context: str
     navigation_timeout: float = 30.0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    same_site: SameSiteLog = field(default_factory=SameSiteLog)
+    """What the ``Set-Cookie`` headers this socket saw said about SameSite (Chromium)."""
 
     async def evaluate_json(
-        self, function: str, *args: Any, context: str | None = None, await_promise: bool = False
+        self,
+        function: str,
+        *args: Any,
+        context: str | None = None,
+        await_promise: bool = False,
+        realm: str | None = None,
     ) -> Any:
-        """Call a ``scripts`` function returning JSON text in ``context`` (the main tab)."""
+        """Call a ``scripts`` function returning JSON text in ``context`` (the main tab),
+        or in ``realm`` when given (a popup opened with an opener answers only so on
+        Chromium: a call targeting its context waits until the timeout)."""
+        target = {"realm": realm} if realm else {"context": context or self.context}
         result = await self.conn.send(
             "script.callFunction",
             {
                 "functionDeclaration": function,
                 "arguments": [_local(a) for a in args],
-                "target": {"context": context or self.context},
+                "target": target,
                 "awaitPromise": await_promise,
                 "resultOwnership": "none",
             },

@@ -40,6 +40,7 @@ from sitekeep.browser.driver import (
 )
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.proxy import ProxyAuth, ProxySettings
+from sitekeep.browser.samesite import SameSiteLog
 from sitekeep.browser.scripts import CHANNEL, PRELOAD
 from sitekeep.browser.tracker import LeaveTracker
 from sitekeep.config import Settings
@@ -230,6 +231,11 @@ class BrowserManager:
         proxy: ProxySettings | None = None,
     ) -> LiveBrowser:
         conn = await BidiConnection.connect(ref.ws_url, timeout=self._settings.bidi_timeout)
+        same_site = SameSiteLog()
+        events: tuple[str, ...] = _TRACKED
+        if ref.kind == "chromium":  # it reports unspecified SameSite as none (browser.samesite)
+            conn.add_listener("network.responseCompleted", same_site.on_response_completed)
+            events = (*_TRACKED, "network.responseCompleted")
         try:
             if proxy is not None and proxy.has_credentials:
                 await ProxyAuth(proxy).install(conn)
@@ -241,7 +247,7 @@ class BrowserManager:
             ):
                 conn.add_listener(event, listener)
             conn.on_close(tracker.lost)
-            await conn.subscribe(_TRACKED)
+            await conn.subscribe(events)
             if install:
                 await conn.send(
                     "script.addPreloadScript",
@@ -260,6 +266,7 @@ class BrowserManager:
             tracker=tracker,
             context=context,
             navigation_timeout=self._settings.navigation_timeout,
+            same_site=same_site,
         )
         self._live[ref.generation] = live
         return live

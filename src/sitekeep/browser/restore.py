@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,14 +38,17 @@ from sitekeep.browser.spare import SparePage, SpareResponder
 from sitekeep.cookies import (
     as_stored,
     cookie_host,
+    cookie_key,
+    cookie_label,
     is_unexpired,
+    needs_header,
     set_by_response,
     to_bidi,
     to_set_cookie,
 )
 from sitekeep.errors import BidiError, BrowserUnavailable
 from sitekeep.history import host_of, origin_of
-from sitekeep.model import Cookie, SiteData, Skipped
+from sitekeep.model import BrowserKind, Cookie, SiteData, Skipped, TabStorage
 from sitekeep.sites import group_by_site
 
 __all__ = ["RestoreReport", "restore"]
@@ -59,6 +63,8 @@ class RestoreReport:
 
     restored: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    """What was written as saved but will not stay so (``{type, site, key, message}``)."""
 
     def add_host(self, host: str) -> None:
         if host not in self.restored:
@@ -70,7 +76,7 @@ class RestoreReport:
     def as_json(self) -> dict[str, Any]:
         return {
             "restored": list(self.restored),
-            "skipped": [{"site": s.site, "reason": s.reason} for s in self.skipped],
+            "skipped": [s.as_json() for s in self.skipped],
         }
 
 
@@ -93,6 +99,12 @@ async def restore(
     async with browser.loads() as loads:
         job.loads = loads
         await job.run(land)
+    for tab in snapshot.tabs:
+        result = await _reopen_tab(browser, tab)
+        if result == "ok":
+            job.report.add_host(host_of(tab.origin))
+        else:
+            job.report.skip(host_of(tab.origin), f"a tab's sessionStorage not written: {result}")
     browser.tracker.wrote(job.written)
     return job.report
 
@@ -104,20 +116,42 @@ class _Restore:
         self.browser = browser
         self.snapshot = snapshot
         self.now = now
-        self.cookies = [c for c in snapshot.cookies if is_unexpired(c, now)]
-        self.payloads = _payloads(snapshot)
         self.report = RestoreReport()
+        kind = browser.ref.kind
+        self.cookies: list[Cookie] = []
+        for cookie in snapshot.cookies:
+            if not is_unexpired(cookie, now):
+                continue
+            if needs_header(cookie, kind) and to_set_cookie(cookie, kind) is None:
+                self.report.skip(cookie_host(cookie), _unwritable(cookie, kind))
+                continue
+            if cookie.partition_key and kind != "chromium":
+                self.report.skip(cookie_host(cookie), _partitioned(cookie, kind))
+                continue
+            self.cookies.append(cookie)
+            if kind == "chromium":  # the next save reads its SameSite as written here
+                browser.same_site.note(cookie_key(cookie), cookie.same_site)
+        self.payloads = _payloads(snapshot)
+        self.report.warnings.extend(_keys_the_browser_changes(self.payloads, kind))
+        self.report_pages: set[str] = set(self.payloads)
         self.written: dict[str, dict[str, str]] = {}
         self.loads: Loads | None = None
 
     async def run(self, land: str | None) -> None:
         landing = origin_of(land) if land else None
-        if land and landing is not None and set(self.payloads) == {landing}:
+        kind = self.browser.ref.kind
+        headed = [c for c in self.cookies if needs_header(c, kind)]
+        databases = any("idb" in p for p in self.payloads.values())  # async: a spare page
+        one = set(self.payloads) == {landing}
+        if land and landing is not None and one and not headed and not databases:
             await _set_cookies(self.browser, self.cookies)
             await _check_cookies(self.browser, self.cookies, self.report, self.now)
             await self.land_with_preload(land, self.payloads[landing])
             return
-        carried = _carriers(self.cookies, list(self.payloads))
+        for cookie in headed:  # a spare page of its own where no storage page can set it
+            if not any(set_by_response(cookie, o) for o in self.payloads):
+                self.payloads.setdefault(_cookie_origin(cookie), {})
+        carried = _carriers(self.cookies, list(self.payloads), kind)
         riding = {id(c) for cs in carried.values() for c in cs}
         await _set_cookies(self.browser, [c for c in self.cookies if id(c) not in riding])
         landed: asyncio.Task[None] | None = None
@@ -161,9 +195,10 @@ class _Restore:
             for origin in members:
                 result = acks.get(origin, "its spare page did not load")
                 if result == "ok":
-                    self.report.add_host(host_of(origin))
+                    if origin in self.report_pages:
+                        self.report.add_host(host_of(origin))
                     self.written[origin] = dict(self.payloads[origin].get("local") or {})
-                else:
+                elif origin in self.report_pages:
                     self.report.skip(host_of(origin), f"storage not written: {result}")
 
     async def write_site(
@@ -173,18 +208,25 @@ class _Restore:
         carried: Mapping[str, Sequence[Cookie]],
     ) -> dict[str, str]:
         """One navigation: the top page and a frame per other origin write as they parse."""
+        browser = self.browser
         pages = {
             o: SparePage(
                 script=inline_write(self.payloads[o], top=(i == 0)),
-                set_cookie=tuple(v for c in carried.get(o, ()) if (v := to_set_cookie(c))),
+                set_cookie=tuple(
+                    v for c in carried.get(o, ()) if (v := to_set_cookie(c, browser.ref.kind))
+                ),
             )
             for i, o in enumerate(members)
         }
         url = spare.url(members[0], members[1:], pages)
-        browser = self.browser
         try:
             await browser.replace(url, timeout=browser.conn.timeout, loads=self.loads)
-            acks = await browser.evaluate_json(ACKS, len(members), await_promise=True)
+            acks = await browser.evaluate_json(
+                ACKS,
+                len(members),
+                _ack_wait_ms(browser, members, self.payloads),
+                await_promise=True,
+            )
         except BidiError as exc:
             return dict.fromkeys(members, _code(exc))
         return {str(k): str(v) for k, v in acks.items()}
@@ -221,13 +263,51 @@ class _Restore:
             report.skip(host_of(origin), f"storage not written: {result}")
 
 
+_LONE = re.compile("[\ud800-\udfff]")
+_CHANGED_KEYS = {("firefox", "local"): "localStorage", ("chromium", "session"): "sessionStorage"}
+"""Storage whose keys holding a lone UTF-16 surrogate the browser itself changes on a later
+load (measured: Firefox 153's localStorage turns one into another character after a
+cross-process load; Chromium 156's sessionStorage into U+FFFD after a cross-site
+navigation; values, and the other storage, keep them)."""
+
+
+def _keys_the_browser_changes(payloads: Payloads, kind: BrowserKind) -> list[dict[str, Any]]:
+    """Warnings for the keys written as saved that ``kind`` will not keep so."""
+    warnings = []
+    for origin, payload in payloads.items():
+        for storage in ("local", "session"):
+            name = _CHANGED_KEYS.get((kind, storage))
+            for key in payload.get(storage) or () if name else ():
+                if _LONE.search(key):
+                    warnings.append(
+                        {
+                            "type": "storage_key_changed_by_browser",
+                            "site": origin,
+                            "key": key,
+                            "message": f"written as saved, but {kind}'s {name} changes a key "
+                            "holding a lone UTF-16 surrogate on a later load",
+                        }
+                    )
+    return warnings
+
+
+def _ack_wait_ms(browser: LiveBrowser, members: Sequence[str], payloads: Payloads) -> int:
+    """How long a spare page's acknowledgements may take: 1 s, or (when it writes
+    IndexedDB, whose transactions complete later) as long as the BiDi call allows."""
+    if any("idb" in payloads.get(o, {}) for o in members):
+        return int(1000 * max(1.0, browser.conn.timeout - 0.5))
+    return 1000
+
+
 def _code(exc: BaseException) -> str:
     return exc.code if isinstance(exc, BidiError) else type(exc).__name__
 
 
 def _payloads(snapshot: SiteData) -> Payloads:
     payloads: Payloads = {
-        origin: {"local": dict(s.local)} for origin, s in snapshot.origins.items() if s.local
+        origin: {"local": dict(s.local), **({"idb": list(s.indexed_db)} if s.indexed_db else {})}
+        for origin, s in snapshot.origins.items()
+        if s.local or s.indexed_db
     }
     session = snapshot.session
     if session is not None and session.items:
@@ -235,13 +315,38 @@ def _payloads(snapshot: SiteData) -> Payloads:
     return payloads
 
 
-def _carriers(cookies: Sequence[Cookie], origins: Sequence[str]) -> dict[str, list[Cookie]]:
+def _cookie_origin(cookie: Cookie) -> str:
+    """An origin whose response may set ``cookie`` as it is: its host, https for a
+    ``Secure`` one (the spare page stands there without connecting)."""
+    return f"{'https' if cookie.secure else 'http'}://{cookie_host(cookie)}"
+
+
+def _unwritable(cookie: Cookie, kind: str) -> str:
+    return (
+        f"{cookie_label(*cookie_key(cookie))} not restored: {kind} cannot store its name or value "
+        "through BiDi, nor from a Set-Cookie header"
+    )
+
+
+def _partitioned(cookie: Cookie, kind: str) -> str:
+    site = (cookie.partition_key or {}).get("topLevelSite", "its top-level site")
+    return (
+        f"{cookie_label(*cookie_key(cookie))} not restored: it is partitioned (CHIPS) "
+        f"under {site}, and "
+        f"{kind} reports no cookie's partition over BiDi, so it could not be checked; "
+        "written unpartitioned it would be sent on every site"
+    )
+
+
+def _carriers(
+    cookies: Sequence[Cookie], origins: Sequence[str], kind: BrowserKind
+) -> dict[str, list[Cookie]]:
     """origin → the cookies its spare response sets with ``Set-Cookie`` headers: each
     cookie rides on the first spare page that may store it as it is (no extra round trip
     per cookie); the rest go through ``storage.setCookie``."""
     carried: dict[str, list[Cookie]] = {}
     for cookie in cookies:
-        if to_set_cookie(cookie) is None:
+        if to_set_cookie(cookie, kind) is None:
             continue
         origin = next((o for o in origins if set_by_response(cookie, o)), None)
         if origin is not None:
@@ -262,42 +367,90 @@ async def _check_cookies(
     browser: LiveBrowser, cookies: Sequence[Cookie], report: RestoreReport, now: float
 ) -> None:
     """Compare the jar with what was meant (Chromium answers success for cookies it
-    drops); write again, through ``storage.setCookie``, each one not stored as saved
-    (a lifetime past 400 days counts as capped, as both browsers store it)."""
+    drops); write again, through ``storage.setCookie``, each one it can write that is not
+    stored as saved (a lifetime past 400 days counts as capped, as both browsers store
+    it). What is still not as saved is removed and named: the browser never keeps a
+    cookie changed, and the report never says "restored" for one that is not there, nor
+    "refused" for one that is."""
     if not cookies:
         return
+    kind = browser.ref.kind
     try:
         stored = await _jar(browser, now)
-        redo = [c for c in cookies if stored.get(_key(c)) != as_stored(c, now)]
+        redo = [
+            c
+            for c in cookies
+            if stored.get(cookie_key(c)) != as_stored(c, now, kind) and not needs_header(c, kind)
+        ]
         if redo:
             await _set_cookies(browser, redo)
             stored = await _jar(browser, now)
     except (BidiError, BrowserUnavailable) as exc:
         for cookie in cookies:
-            report.skip(cookie_host(cookie), f"cookie {cookie.name!r} unknown: {_code(exc)}")
+            label = cookie_label(*cookie_key(cookie))
+            report.skip(cookie_host(cookie), f"{label} unknown: {_code(exc)}")
         return
+    changed: list[tuple[str, str, str]] = []
     for cookie in cookies:
-        if stored.get(_key(cookie)) == as_stored(cookie, now):
+        held = stored.get(cookie_key(cookie))
+        if held == as_stored(cookie, now, kind):
             report.add_host(cookie_host(cookie))
+        elif held is None:
+            label = cookie_label(*cookie_key(cookie))
+            report.skip(cookie_host(cookie), f"{label} was refused by the browser")
         else:
-            report.skip(cookie_host(cookie), f"cookie {cookie.name!r} was refused by the browser")
+            changed.append(cookie_key(cookie))
+    await _remove(browser, changed, report, "the browser stored it otherwise")
+    # A cookie in the jar that was never meant is one the browser stored under another
+    # name (Firefox reads some names from headers byte by byte): it goes too.
+    meant = {cookie_key(c) for c in cookies}
+    hosts = {cookie_host(c) for c in cookies}
+    strays = [k for k in stored if k not in meant and k[1].lstrip(".").lower() in hosts]
+    await _remove(browser, strays, report, "the browser stored a cookie under another name")
 
 
-def _key(cookie: Cookie) -> tuple[str, str, str]:
-    return (cookie.name, cookie.domain, cookie.path)
+async def _remove(
+    browser: LiveBrowser,
+    keys: Sequence[tuple[str, str, str]],
+    report: RestoreReport,
+    why: str,
+) -> None:
+    """Delete each cookie (name, domain, path) the browser stored otherwise than saved,
+    and name it: the browser never keeps a changed cookie."""
+    for name, domain, path in keys:
+        try:
+            await browser.conn.send(
+                "storage.deleteCookies", {"filter": {"name": name, "domain": domain, "path": path}}
+            )
+            outcome = "removed"
+        except (BidiError, BrowserUnavailable) as exc:
+            outcome = f"left as the browser stored it ({_code(exc)})"
+        label = cookie_label(name, domain, path)
+        report.skip(domain.lstrip(".").lower(), f"{label} not restored: {why}; {outcome}")
 
 
 async def _jar(browser: LiveBrowser, now: float) -> dict[tuple[str, str, str], tuple[Any, ...]]:
-    return {_key(c): as_stored(c, now) for c in await read_cookies(browser)}
+    return {cookie_key(c): as_stored(c, now) for c in await read_cookies(browser)}
+
+
+async def _reopen_tab(browser: LiveBrowser, tab: TabStorage) -> str:
+    """Open another top-level tab in the background with its own sessionStorage written
+    (a spare page on its origin), then send it to its page without waiting for the load:
+    its page, not the restore, decides how long that takes."""
+    return await _write_in_background(
+        browser, tab.origin, {"session": dict(tab.items)}, then=tab.url
+    )
 
 
 async def _write_in_background(
-    browser: LiveBrowser, origin: str, payload: Mapping[str, Any]
+    browser: LiveBrowser, origin: str, payload: Mapping[str, Any], *, then: str | None = None
 ) -> str:
-    """Write one origin's storage from a spare page in a background tab."""
-    if "session" in payload:
+    """Write one origin's storage from a spare page in a background tab; with ``then``,
+    the tab stays open and goes on to that URL (same origin: its sessionStorage stays)."""
+    if "session" in payload and then is None:
         return "its sessionStorage belongs to a page the main tab did not reach"
     conn = browser.conn
+    keep = False
     try:
         tab = str(
             (await conn.send("browsingContext.create", {"type": "tab", "background": True}))[
@@ -314,9 +467,22 @@ async def _write_in_background(
                 "browsingContext.navigate", {"context": tab, "url": url, "wait": "complete"}
             )
             acks = await browser.evaluate_json(ACKS, 1, context=tab, await_promise=True)
-            return str(acks.get(origin, "its spare page did not load"))
+        result = str(acks.get(origin, "its spare page did not load"))
+        if result == "ok" and then is not None:
+            await conn.send(
+                "script.callFunction",
+                {
+                    "functionDeclaration": "(u) => { location.replace(u); }",
+                    "arguments": [{"type": "string", "value": then}],
+                    "target": {"context": tab},
+                    "awaitPromise": False,
+                },
+            )
+            keep = True
+        return result
     except (BidiError, BrowserUnavailable) as exc:
         return _code(exc)
     finally:
-        with contextlib.suppress(BidiError, BrowserUnavailable):
-            await conn.send("browsingContext.close", {"context": tab})
+        if not keep:
+            with contextlib.suppress(BidiError, BrowserUnavailable):
+                await conn.send("browsingContext.close", {"context": tab})

@@ -10,11 +10,10 @@ of one site in one navigation. It reports what it read and what it could not;
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sitekeep.browser.docs import (
     TIMEOUT,
@@ -25,16 +24,21 @@ from sitekeep.browser.docs import (
     read_docs,
 )
 from sitekeep.browser.live import LiveBrowser
-from sitekeep.browser.spare import SpareResponder
-from sitekeep.errors import BidiError, BidiTimeout, BrowserUnavailable
-from sitekeep.model import Cookie, SessionStorage
+from sitekeep.browser.spare import SpareResponder, background_spare
+from sitekeep.cookies import cookie_host, cookie_key, cookie_label, settle_same_site
+from sitekeep.errors import BidiError, BidiTimeout
+from sitekeep.model import Cookie, SessionStorage, Skipped, TabStorage
 from sitekeep.sites import group_by_site
 
-__all__ = ["SW_REASON", "SaveRead", "save_read"]
+__all__ = ["PARTITIONED", "SW_REASON", "SaveRead", "lost_reason", "save_read", "settle_jar"]
 
 log = logging.getLogger(__name__)
 
 SW_REASON = "a service worker answered: save while on this site"
+PARTITIONED = (
+    "its storage in a cross-site frame is partitioned by the frame's top-level site and "
+    "was not carried (its own first-party storage was)"
+)
 
 
 @dataclass
@@ -49,6 +53,17 @@ class SaveRead:
     spare_reads: int = 0
     session_read: bool = True
     """False when the main tab could not be read: its last sessionStorage stands."""
+    lost_cookies: list[Cookie] = field(default_factory=list)
+    """Cookies the browser reported without some of their value's bytes: not saved."""
+    tabs: list[TabStorage] = field(default_factory=list)
+    """The sessionStorage of each other top-level tab (popups, ``target=_blank``)."""
+    user_agent: str | None = None
+    """``navigator.userAgent`` of the main tab (None when it could not be read)."""
+    partitioned: list[str] = field(default_factory=list)
+    """Origins of cross-site frames holding storage partitioned by their top-level site,
+    which a save does not carry."""
+    idb_origins: set[str] = field(default_factory=set)
+    """Origins known to hold IndexedDB databases (a read found some, or a page opened one)."""
 
 
 async def save_read(
@@ -68,10 +83,14 @@ async def save_read(
     """
     tracker = browser.tracker
     tracker.begin()
-    jar, docs = await asyncio.gather(read_cookies(browser), live_reads(browser))
+    lost: list[Cookie] = []
+    jar, docs = await asyncio.gather(read_cookies(browser, lost), live_reads(browser))
     live: dict[str, dict[str, str]] = {}
     tainted: set[str] = set()
     session: SessionStorage | None = None
+    tabs: list[TabStorage] = []
+    partitioned: list[str] = []
+    idb = {d.origin for d in docs if d.idb and d.origin is not None} | tracker.indexed_db
     for doc in docs:
         if doc.origin is None or doc.local is None:
             continue
@@ -79,8 +98,12 @@ async def save_read(
             live[doc.origin] = doc.local
         else:
             tainted.add(doc.origin)
+            if doc.local and doc.origin not in partitioned:
+                partitioned.append(doc.origin)
         if doc.context == browser.context and doc.session:
             session = SessionStorage(doc.origin, doc.session)
+        elif doc.top and doc.session and doc.context != browser.context:
+            tabs.append(TabStorage(doc.origin, doc.url, doc.session))
     tracker.reconcile({d.context: d.origin for d in docs if d.error is None})
     local: dict[str, dict[str, str]] = {}
     need: list[str] = []
@@ -98,16 +121,52 @@ async def save_read(
         local[main.origin] = live[main.origin]
     if need:
         log.debug("save reads %d origins through the spare tab: %s", len(need), need)
-    read, not_read = await _spare_read(browser, need, deadline)
+    read, not_read = await _spare_read(browser, need, deadline, idb)
     local.update(read)
     if not tracker.complete and not not_read:
         tracker.resync(local)
     session_read = main is not None and main.error is None
-    return SaveRead(jar, local, session, not_read, len(need), session_read)
+    user_agent = main.user_agent if main is not None else None
+    return SaveRead(
+        jar,
+        local,
+        session,
+        not_read,
+        len(need),
+        session_read,
+        lost,
+        tabs,
+        user_agent,
+        partitioned,
+        idb,
+    )
+
+
+def settle_jar(
+    browser: LiveBrowser, cookies: Sequence[Cookie], previous: Sequence[Cookie]
+) -> list[Cookie]:
+    """Chromium's cookies with the SameSite each was set with (``browser.samesite``):
+    what its ``Set-Cookie`` header said, else the last snapshot's word, never wider."""
+    if browser.ref.kind != "chromium":
+        return list(cookies)
+    before = {cookie_key(c): c for c in previous}
+    return [
+        settle_same_site(c, browser.same_site.said(cookie_key(c)), before.get(cookie_key(c)))
+        for c in cookies
+    ]
+
+
+def lost_reason(cookie: Cookie) -> Skipped:
+    """The save's report of a cookie whose value the browser could not report."""
+    return Skipped(
+        cookie_host(cookie),
+        f"{cookie_label(*cookie_key(cookie))} not saved: its value holds bytes that are not UTF-8, "
+        "which the browser reports without them",
+    )
 
 
 async def _spare_read(
-    browser: LiveBrowser, origins: Sequence[str], deadline: float
+    browser: LiveBrowser, origins: Sequence[str], deadline: float, idb: set[str]
 ) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
     """Read each origin's localStorage in a background spare tab, a site per navigation.
 
@@ -120,24 +179,18 @@ async def _spare_read(
     stop_at = time.monotonic() + deadline
     read: dict[str, dict[str, str]] = {}
     not_read: dict[str, str] = {}
-    created = await conn.send("browsingContext.create", {"type": "tab", "background": True})
-    tab = str(created["context"])
-    try:
-        async with SpareResponder(conn, [tab]) as spare:
-            workers = await _read_sites(browser, spare, tab, origins, stop_at, read, not_read)
-            for origin in workers:
-                if time.monotonic() > stop_at:
-                    not_read[origin] = "not attempted: the save's deadline passed"
-                    continue
-                local = await _read_past_worker(browser, spare, tab, origin)
-                if local is None:
-                    browser.tracker.invalidate(origin)
-                    not_read[origin] = SW_REASON
-                else:
-                    read[origin] = local
-    finally:
-        with contextlib.suppress(BidiError, BrowserUnavailable):
-            await conn.send("browsingContext.close", {"context": tab})
+    async with background_spare(conn) as (tab, spare):
+        workers = await _read_sites(browser, spare, tab, origins, stop_at, read, not_read, idb)
+        for origin in workers:
+            if time.monotonic() > stop_at:
+                not_read[origin] = "not attempted: the save's deadline passed"
+                continue
+            local = await _read_past_worker(browser, spare, tab, origin)
+            if local is None:
+                browser.tracker.invalidate(origin)
+                not_read[origin] = SW_REASON
+            else:
+                read[origin] = local
     return read, not_read
 
 
@@ -149,6 +202,7 @@ async def _read_sites(
     stop_at: float,
     read: dict[str, dict[str, str]],
     not_read: dict[str, str],
+    idb: set[str],
 ) -> list[str]:
     """Read site by site into ``read``/``not_read``; returns origins a worker answered."""
     workers: list[str] = []
@@ -176,6 +230,8 @@ async def _read_sites(
                 not_read[origin] = f"could not be read: {doc.error or 'no storage'}"
             else:
                 read[origin] = doc.local
+                if doc.idb:
+                    idb.add(origin)
         if any(d.error == TIMEOUT for d in docs.values()):
             _skip_rest(groups[index + 1 :], not_read, "not attempted: an earlier read timed out")
             break

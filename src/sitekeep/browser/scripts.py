@@ -44,7 +44,7 @@ PRELOAD = """(channel) => {
     try { trusted = window.top.location.origin === origin; } catch (e) { trusted = false; }
   }
   const read = () => {
-    const out = {};
+    const out = Object.create(null);  // "__proto__" is a key like any other
     try {
       for (let i = 0; i < localStorage.length; i++) {
         const k = localStorage.key(i);
@@ -53,8 +53,13 @@ PRELOAD = """(channel) => {
     } catch (e) { return null; }
     return out;
   };
+  let idb = false;  // whether this document opened an IndexedDB database
+  try {
+    const open = IDBFactory.prototype.open;
+    IDBFactory.prototype.open = function (...args) { idb = true; return open.apply(this, args); };
+  } catch (e) {}
   const leave = () => {
-    channel(JSON.stringify({origin, trusted, local: trusted ? read() : null}));
+    channel(JSON.stringify({origin, trusted, idb, local: trusted ? read() : null}));
   };
   addEventListener("beforeunload", leave, {capture: true});
   addEventListener("pagehide", leave, {capture: true});
@@ -63,11 +68,13 @@ PRELOAD = """(channel) => {
 ``beforeunload`` (fired when a navigation begins, while the document is still whole) and
 again at ``pagehide`` (the only event of a tab closed over BiDi; Chromium drops channel
 messages sent from a document already being torn down). A frame that is not same-origin
-with the top may see partitioned storage, so it reports as untrusted, without content."""
+with the top may see partitioned storage, so it reports as untrusted, without content.
+It also says whether the document opened an IndexedDB database (``indexedDB.open``), so a
+save without IndexedDB can name the origins whose databases it did not carry."""
 
-READ = """(withSession) => {
+READ = """async (withSession) => {
   const dump = (s) => {
-    const out = {};
+    const out = Object.create(null);  // "__proto__" is a key like any other
     for (let i = 0; i < s.length; i++) { const k = s.key(i); out[k] = s.getItem(k); }
     return out;
   };
@@ -75,6 +82,8 @@ READ = """(withSession) => {
     origin: self.origin,
     spare: document.documentElement.hasAttribute("$MARKER"),
     trusted: window === window.top,
+    top: window === window.top,
+    url: location.href,
   };
   if (!res.trusted) {
     try { res.trusted = window.top.location.origin === self.origin; } catch (e) {}
@@ -82,11 +91,13 @@ READ = """(withSession) => {
   try {
     res.local = dump(localStorage);
     if (withSession) res.session = dump(sessionStorage);
+    if (withSession) res.ua = navigator.userAgent;
   } catch (e) { res.error = String(e && e.name || e); }
+  try { res.idb = (await indexedDB.databases()).length > 0; } catch (e) { res.idb = false; }
   return JSON.stringify(res);
 }""".replace("$MARKER", SPARE_MARKER_ATTR)
-"""Read the document's origin, spare marker, localStorage and (optionally) its tab's
-sessionStorage."""
+"""Read the document's origin, spare marker, localStorage, (optionally) its tab's
+sessionStorage, and whether its origin holds IndexedDB databases."""
 
 SPARE_HTML = (
     "<!doctype html><html $MARKER><head><meta charset=utf-8>"
@@ -134,21 +145,33 @@ def inline_write(payload: Mapping[str, Any], *, top: bool) -> str:
         if top
         else "parent.postMessage({sitekeepAck: self.origin, result: r}, '*');"
     )
+    if not payload.get("idb"):
+        return (
+            f"(() => {{ {listen} let r = 'ok';"
+            f"  try {{ const d = JSON.parse({_js_string(payload)});{_WRITE_BODY}"
+            f"  }} catch (e) {{ r = 'error:' + String(e && e.name || e); }} {ack} }})();"
+        )
+    # IndexedDB writes are asynchronous: acknowledge once every transaction completed.
+    from sitekeep.browser.indexeddb import WRITE_DATABASES
+
     return (
-        f"(() => {{ {listen} let r = 'ok';"
+        f"(() => {{ {listen} const fin = (r) => {{ {ack} }};"
         f"  try {{ const d = JSON.parse({_js_string(payload)});{_WRITE_BODY}"
-        f"  }} catch (e) {{ r = 'error:' + String(e && e.name || e); }} {ack} }})();"
+        f"    ({WRITE_DATABASES})(d.idb).then(() => fin('ok'),"
+        "      (e) => fin('error:IndexedDB ' + String(e && e.name || e)));"
+        "  } catch (e) { fin('error:' + String(e && e.name || e)); } })();"
     )
 
 
-ACKS = """(want) => new Promise((done) => {
+ACKS = """(want, ms) => new Promise((done) => {
   const acks = () => window.__sitekeepAcks || {};
-  const until = Date.now() + 1000;
+  const until = Date.now() + (ms || 1000);
   const check = () => (Object.keys(acks()).length >= want || Date.now() > until)
     ? done(JSON.stringify(acks())) : setTimeout(check, 5);
   check();
 })"""
-"""The acknowledgements a restore's spare page collected (waits up to 1 s for late ones)."""
+"""The acknowledgements a restore's spare page collected (waits up to ``ms``, 1 s by
+default, for late ones: IndexedDB writes acknowledge when their transactions complete)."""
 
 
 def landing_preload(origin: str, payload: Mapping[str, Any]) -> str:

@@ -18,7 +18,7 @@ import contextlib
 import html
 import itertools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -28,7 +28,7 @@ from sitekeep.browser.bidi import BidiConnection
 from sitekeep.browser.scripts import SPARE_HTML, SPARE_PATH
 from sitekeep.errors import BidiError, BrowserUnavailable
 
-__all__ = ["SparePage", "SpareResponder"]
+__all__ = ["SparePage", "SpareResponder", "background_spare"]
 
 log = logging.getLogger(__name__)
 
@@ -176,3 +176,16 @@ class SpareResponder:
                     await self._conn.send("network.failRequest", {"request": request_id})
         except BrowserUnavailable:
             log.info("the spare page could not be answered: the socket closed")
+
+
+@contextlib.asynccontextmanager
+async def background_spare(conn: BidiConnection) -> AsyncIterator[tuple[str, SpareResponder]]:
+    """A background tab answering the reserved path, closed on exit: ``(tab, spare)``."""
+    created = await conn.send("browsingContext.create", {"type": "tab", "background": True})
+    tab = str(created["context"])
+    try:
+        async with SpareResponder(conn, [tab]) as spare:
+            yield tab, spare
+    finally:
+        with contextlib.suppress(BidiError, BrowserUnavailable):
+            await conn.send("browsingContext.close", {"context": tab})

@@ -82,6 +82,8 @@ class LeaveTracker:
     _docs: dict[str, _Doc] = field(default_factory=dict)
     _parents: dict[str, str | None] = field(default_factory=dict)
     _visited: bool = False
+    indexed_db: set[str] = field(default_factory=set)
+    """Origins a document of which opened an IndexedDB database (from leave reports)."""
 
     @classmethod
     def at_birth(cls) -> LeaveTracker:
@@ -130,6 +132,8 @@ class LeaveTracker:
             return
         self._changed.add(origin)
         self._visited = True
+        if report.get("idb"):
+            self.indexed_db.add(origin)
         doc = self._docs.get(str((params.get("source") or {}).get("context")))
         if doc is not None and doc.origin == origin:
             doc.reported = True

@@ -186,6 +186,13 @@ def _session_tools(
         insecure: Annotated[
             bool, Field(description="Accept bad certificates; restores and deletes nothing.")
         ] = False,
+        keep_user_agent: Annotated[
+            bool | None,
+            Field(
+                description="true: run under the User-Agent the site data was saved under "
+                "(for sites that bind a sign-in to it); kept for this session."
+            ),
+        ] = None,
     ) -> JSON:
         return await service_of().open_session(
             principal_of(ctx),
@@ -195,6 +202,7 @@ def _session_tools(
             restore_site_data=restore_site_data,
             fresh=fresh,
             insecure=insecure,
+            keep_user_agent=keep_user_agent,
         )
 
     @server.tool(
@@ -208,8 +216,20 @@ def _session_tools(
         ),
     )
     @_guarded()
-    async def save_site_data(ctx: Ctx, key: Key = None) -> JSON:
-        return await service_of().save_site_data(principal_of(ctx), session_of(ctx, key))
+    async def save_site_data(
+        ctx: Ctx,
+        key: Key = None,
+        indexed_db: Annotated[
+            bool,
+            Field(
+                description="Also carry IndexedDB (sites that keep their sign-in there, "
+                "such as Firebase Auth)."
+            ),
+        ] = False,
+    ) -> JSON:
+        return await service_of().save_site_data(
+            principal_of(ctx), session_of(ctx, key), indexed_db=indexed_db
+        )
 
     @server.tool(
         name="close_session",
