@@ -14,13 +14,14 @@ Routes::
     DELETE /admin/sessions/{key}/site-data        Clear: {key, gone: [hosts]}
     GET    /admin/sessions/{key}/site-data/{site} one host in full, httpOnly values "•••"
     DELETE /admin/sessions/{key}/site-data/{site} Forget: {key, site, gone, hosts}
+    GET    /admin/sessions/{key}/journal?after=&limit=  {key, rows, next}: the timeline
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 
 from sitekeep.api.app import Svc, Who
 from sitekeep.model import Principal
@@ -81,3 +82,16 @@ async def admin_forget(key: str, site: str, who: AdminWho, svc: Svc) -> JSON:
     """Forget one host: its storage and its own cookies. The history and the live
     browser are untouched."""
     return await svc.admin.forget(who, key, site)
+
+
+@router.get("/sessions/{key}/journal")
+async def admin_journal(
+    key: str,
+    who: AdminWho,
+    svc: Svc,
+    after: Annotated[str | None, Query(max_length=64)] = None,
+    limit: Annotated[int, Query()] = 100,
+) -> JSON:
+    """The session's journal as a timeline (SPEC §8): operation, redacted arguments,
+    outcome, url and duration per row, oldest first; ``next`` pages on (None at the end)."""
+    return await svc.admin.journal(who, key, after=after, limit=limit)
