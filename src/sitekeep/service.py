@@ -377,6 +377,12 @@ class Service:
             raise
         try:
             return live, await self._fill_new_browser(live, record, land, restore_data)
+        except BaseException:
+            # No record names this browser yet: a failed first load (an unsafe port, a
+            # page slower than the navigation timeout) would leave it running unowned.
+            with anyio.CancelScope(shield=True):
+                await self._release(live.ref, "closed")
+            raise
         finally:
             self.browsers.replenish()
 
