@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote_plus
 
+import anyio
 from msgspec import UNSET, UnsetType
 from pydantic import ValidationError
 
@@ -686,6 +687,12 @@ class Seam:
             raise
         try:
             return live, await self._fill_new_browser(live, record, land, restore_data)
+        except BaseException:
+            # No record names this browser yet: a failed first load (an unsafe port, a
+            # page slower than the navigation timeout) would leave it running unowned.
+            with anyio.CancelScope(shield=True):
+                await self.release(live.ref, "closed")
+            raise
         finally:
             self.browsers.replenish()
 
