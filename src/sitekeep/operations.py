@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sitekeep import history as hist
-from sitekeep.browser import page
+from sitekeep.browser import keys, page
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.errors import AssertionFailed, BidiError, InvalidInput, SecretNotAllowed, StaleRef
 from sitekeep.model import Principal, RefMap, SessionRecord
@@ -144,20 +144,32 @@ async def _type(call: Call, args: TypeArgs) -> dict[str, Any]:
 
 
 async def _type_into(
-    call: Call, ref: str | None, selector: str | None, text: str, submit: bool
+    call: Call,
+    ref: str | None,
+    selector: str | None,
+    text: str,
+    submit: bool,
+    guard: keys.Guard | None = None,
 ) -> None:
+    field = "ref" if selector is None else "selector"
+
     async def act(shared_id: str) -> None:
-        typing = page.type_text(call.browser, shared_id, text, submit=submit)
+        def typing() -> Awaitable[None]:
+            return keys.type_text(
+                call.browser, shared_id, text, submit=submit, guard=guard, field=field
+            )
+
         if submit:
-            await page.settle(call.browser, lambda: typing)
+            await page.settle(call.browser, typing)
         else:
-            await typing
+            await typing()
 
     await call.on_element(ref, selector, act)
 
 
 async def _type_secret(call: Call, args: TypeSecretArgs) -> dict[str, Any]:
-    """Type one value of a secret, only while the page's host is allowed (SPEC §7)."""
+    """Type one value of a secret into a text field whose own document's host is allowed,
+    checked before every chunk (SPEC §7, §12; ``browser.keys``)."""
     service, tenant = call.service, call.who.tenant
     info = await service.secrets.get_info(tenant, args.secret)
     origin = hist.origin_of((await call.browser.page_info()).url)
@@ -169,7 +181,8 @@ async def _type_secret(call: Call, args: TypeSecretArgs) -> dict[str, Any]:
     call.record = replace(
         call.record, typed_secrets=(*typed, (args.secret, args.field))[-MAX_TYPED_SECRETS:]
     )
-    await _type_into(call, args.ref, args.selector, value, args.submit)
+    guard = keys.Guard(args.secret, lambda h: host_allowed(h, info.hosts))
+    await _type_into(call, args.ref, args.selector, value, args.submit, guard)
     return {"typed": {"secret": args.secret, "field": args.field}}
 
 
