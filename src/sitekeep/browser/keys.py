@@ -191,7 +191,14 @@ class _Typing:
         remaining = self.deadline - asyncio.get_running_loop().time()
         if remaining <= 0:
             raise _Stopped("late", self.host, self.typed)
-        result = await _call(self, mode, text, min(remaining, self.browser.conn.timeout))
+        try:
+            result = await _call(self, mode, text, min(remaining, self.browser.conn.timeout))
+        except BidiError as exc:
+            if exc.code not in ("no such node", "unknown error") or mode == "probe":
+                raise
+            # Chromium, after typing began: the element's document was replaced, or is
+            # being replaced (no realm to run in for a moment). Either way: stop.
+            raise _Stopped("gone", "", self.typed) from None
         if "stop" in result:
             raise _Stopped(result["stop"], str(result.get("host", "")), self.typed)
         return result
