@@ -49,6 +49,7 @@ from sitekeep.errors import (
     StoreUnavailable,
 )
 from sitekeep.flows import run_steps
+from sitekeep.masking import Masker
 from sitekeep.model import (
     RECORD_JSON,
     BrowserKind,
@@ -282,10 +283,43 @@ class Service:
 
         async def body() -> dict[str, Any]:
             call = await self._call(who, key)
-            result = await HANDLERS[op](call, args)
+            loaded = call.record
+            try:
+                result = await HANDLERS[op](call, args)
+            except SitekeepError as exc:
+                await self._failed(call, loaded, exc)
+                raise
             return await self._finish(call, result)
 
         return await self._seam(who, key, op, _redacted(op, args), body)
+
+    async def _failed(self, call: Call, loaded: SessionRecord, exc: SitekeepError) -> None:
+        """After a failed operation: keep the secrets it typed (some of a value may be in
+        the page), and mask their values in the error it raises (SPEC §7)."""
+        if call.record.typed_secrets != loaded.typed_secrets:
+            with contextlib.suppress(SitekeepError):
+                await self._put(replace(loaded, typed_secrets=call.record.typed_secrets))
+        masker = await self._masker(call.who.tenant, call.record)
+        if masker:
+            for name, value in vars(exc).items():
+                if isinstance(value, str):
+                    setattr(exc, name, masker.text(value))
+            exc.args = tuple(masker.value(list(exc.args)))
+
+    async def _typed_values(self, tenant: str, record: SessionRecord) -> list[str]:
+        """The values of the secrets typed in the session (deleted or changed ones skipped:
+        nothing of them is known any more)."""
+        values = []
+        for name, key in record.typed_secrets:
+            with contextlib.suppress(SitekeepError):
+                values.append(await self.secrets.reveal(tenant, name, key))
+        return values
+
+    async def _masker(self, tenant: str, record: SessionRecord) -> Masker:
+        """What masks the session's typed secret values in its results (SPEC §7, §12)."""
+        if not record.typed_secrets:
+            return Masker({})
+        return Masker.of(await self._typed_values(tenant, record))
 
     async def _call(self, who: Principal, key: str) -> Call:
         record = await self._require(who, key)
@@ -304,20 +338,15 @@ class Service:
         return page, withheld
 
     async def _holds_secret(self, tenant: str, record: SessionRecord, url: str) -> bool:
-        for name, key in record.typed_secrets:
-            try:
-                value = await self.secrets.reveal(tenant, name, key)
-            except SitekeepError:
-                continue  # deleted or changed since: nothing of it can be in the URL
-            if _appears_in(value, url):
-                return True
-        return False
+        values = await self._typed_values(tenant, record) if record.typed_secrets else []
+        return any(_appears_in(value, url) for value in values)
 
     async def _finish(self, call: Call, result: dict[str, Any]) -> dict[str, Any]:
         """Add where the browser landed (or withhold it), bump the history with every URL
         the call reached, hand out a pending reopen report once, store the record."""
         page, withheld = await self.where(call)
-        result = _well_formed({**result, **_landing(page, withheld)})
+        masker = await self._masker(call.who.tenant, call.record)
+        result = _well_formed(masker.value({**result, **_landing(page, withheld)}))
         now = self._clock()
         record = call.record
         if record.reopened is not None:
@@ -812,18 +841,23 @@ class Service:
         url = page.url if page else record.url
         withheld = url is not None and await self._holds_secret(who.tenant, record, url)
         snapshot = await self._load_snapshot(who.tenant, key)
+        masker = await self._masker(who.tenant, record)
         return _well_formed(
-            {
-                "key": key,
-                **({"url_withheld": True} if withheld else {"url": url}),
-                "title": page.title if page else None,
-                "browser": {"kind": record.kind, "live": live is not None},
-                "site_data": {
-                    "saved_at": snapshot.saved_at if snapshot else None,
-                    "hosts": len(sitedata.host_rows(snapshot, record.history)) if snapshot else 0,
-                    "uri": self._site_data_uri(key),
-                },
-            }
+            masker.value(
+                {
+                    "key": key,
+                    **({"url_withheld": True} if withheld else {"url": url}),
+                    "title": page.title if page else None,
+                    "browser": {"kind": record.kind, "live": live is not None},
+                    "site_data": {
+                        "saved_at": snapshot.saved_at if snapshot else None,
+                        "hosts": len(sitedata.host_rows(snapshot, record.history))
+                        if snapshot
+                        else 0,
+                        "uri": self._site_data_uri(key),
+                    },
+                }
+            )
         )
 
     async def end_browsers(self) -> int:
@@ -912,11 +946,12 @@ class Service:
         Raises:
             NotFound: the session, or nothing saved for ``site``.
         """
-        await self._require(who, key)
+        record = await self._require(who, key)
         snapshot = await self._load_snapshot(who.tenant, key)
         if snapshot is None:
             raise NotFound("site", site)
-        return _well_formed({"key": key, **sitedata.host_view(snapshot, site)})
+        masker = await self._masker(who.tenant, record)
+        return _well_formed(masker.value({"key": key, **sitedata.host_view(snapshot, site)}))
 
     # -- tokens, secrets, runs: the facades reach the stores only through these -----------
 
