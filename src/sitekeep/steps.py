@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sitekeep.errors import InvalidInput
+from sitekeep.secrets import MAX_VALUE_CHARS
 
 __all__ = [
     "OPERATIONS",
@@ -74,7 +75,11 @@ class ClickArgs(_Target):
 
 
 class TypeArgs(_Target):
-    text: str = Field(description="What to type; it replaces what the field holds.")
+    text: str = Field(
+        max_length=MAX_VALUE_CHARS,
+        description="What to type; it replaces what the field holds. At most as many "
+        "characters as a secret value holds: what types within the call's bound.",
+    )
     submit: bool = Field(default=False, description="Press Enter after typing.")
 
 

@@ -12,6 +12,7 @@ from urllib.parse import quote
 import pytest
 
 from fixtures.sites import LONG_SECRET, REC_OTHER_HOST, TYPED_SECRET, Sites
+from sitekeep.secrets import MAX_VALUE_CHARS
 from support import WHO, Api
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -140,3 +141,23 @@ async def test_a_type_that_timed_out_types_nothing_after_it_returned(
     text = await api.call("POST", "/v1/sessions/t/read", {})
     assert text["title"] == "Recorder"
     nothing_reached(sites, mark)
+
+
+@pytest.mark.parametrize("browser", ["chromium"])
+async def test_the_largest_value_accepted_types_whole_and_a_longer_text_is_refused_up_front(
+    api: Api, sites: Sites
+) -> None:
+    largest = ("dummy-largest-" * 1000)[:MAX_VALUE_CHARS]
+    await api.service.secrets.put(WHO.tenant, "largest", "", [PAGE_HOST], {"v": largest})
+    await api.open(key="s", url=html_page(sites, '<textarea id="f"></textarea>'))
+    await api.call(
+        "POST", "/v1/sessions/s/type-secret", {"selector": "#f", "secret": "largest", "field": "v"}
+    )
+    live = await api.browser("s")
+    value = "() => JSON.stringify(document.getElementById('f').value)"
+    assert await live.evaluate_json(value) == largest
+    over = await api.http.post(
+        "/v1/sessions/s/type", json={"selector": "#f", "text": "x" * (MAX_VALUE_CHARS + 1)}
+    )
+    assert over.status_code == 400 and over.json()["error"]["field"] == "text", over.text
+    assert await live.evaluate_json(value) == largest
