@@ -111,3 +111,18 @@ async def test_an_unknown_secret_or_field_is_named_without_a_value(api: Api, sit
     )
     assert wrong.status_code == 400 and wrong.json()["error"]["field"] == "field"
     assert "username" in wrong.json()["error"]["message"]
+
+
+async def test_a_secret_typed_with_submit_signs_in_and_only_its_value_is_masked(
+    api: Api, sites: Sites
+) -> None:
+    await store_login(api, ["form.example.test"])
+    await api.open(key="s", url=sites.url("form.example.test", "/login"))
+    await api.call("POST", "/v1/sessions/s/type", {"selector": "#user", "text": FORM_USER})
+    landed = await api.call(
+        "POST",
+        "/v1/sessions/s/type-secret",
+        {"selector": "#pass", "secret": "form-login", "field": "password", "submit": True},
+    )
+    # The username was typed as plain text: only the password is a typed secret value.
+    assert landed["title"] == f"Form — welcome {FORM_USER}"
