@@ -196,10 +196,12 @@ class _Typing:
         try:
             result = await _call(self, mode, text, min(remaining, self.browser.conn.timeout))
         except BidiError as exc:
-            if exc.code not in ("no such node", "unknown error") or mode == "probe":
+            if exc.code not in ("no such node", "unknown error"):
                 raise
-            # Chromium, after typing began: the element's document was replaced, or is
-            # being replaced (no realm to run in for a moment). Either way: stop.
+            if mode == "probe" and exc.code == "no such node":
+                raise  # the ref or selector found a node of a document already gone
+            # Chromium: the element's document was replaced, or is being replaced (no
+            # realm to run in for a moment). Either way: stop.
             raise _Stopped("gone", "", self.typed) from None
         if "stop" in result:
             raise _Stopped(result["stop"], str(result.get("host", "")), self.typed)
