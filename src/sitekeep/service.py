@@ -31,6 +31,7 @@ from sitekeep import history as hist
 from sitekeep import reaping, sitedata
 from sitekeep.admin import Admin
 from sitekeep.auth import Authenticator
+from sitekeep.browser.docs import read_cookies
 from sitekeep.browser.indexeddb import NOT_CARRIED, read_databases
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.manager import BrowserManager
@@ -49,10 +50,12 @@ from sitekeep.errors import (
     StoreUnavailable,
 )
 from sitekeep.flows import run_steps
+from sitekeep.interop import FORMATS, Format, export_site_data, import_text
 from sitekeep.model import (
     RECORD_JSON,
     BrowserKind,
     BrowserRef,
+    Cookie,
     Principal,
     Role,
     SessionRecord,
@@ -63,13 +66,25 @@ from sitekeep.model import (
 )
 from sitekeep.operations import HANDLERS, Call
 from sitekeep.policy import check_key, check_url
+from sitekeep.profiles import Loaded, Profiles, captured, first_site, profile_json
 from sitekeep.secrets import SecretInfo
+from sitekeep.state_preview import state_preview
 from sitekeep.steps import parse_args, parse_steps
 from sitekeep.stores import SessionLocks, SessionStore, open_database, open_sessions
-from sitekeep.stores.base import ClosedReason, Run, RunLedger, SecretStore, TokenStore
+from sitekeep.stores.base import (
+    ClosedReason,
+    ProfileRow,
+    ProfileStore,
+    ProxyStore,
+    Run,
+    RunLedger,
+    SecretStore,
+    TokenStore,
+)
 from sitekeep.stores.cipher import Cipher, KeyFile
 from sitekeep.stores.database import Database
 from sitekeep.stores.health import database_health, session_store_health
+from sitekeep.stores.profiles import SqlProfileStore, SqlProxyStore
 from sitekeep.stores.runs import SqlRunLedger
 from sitekeep.stores.secrets import SqlSecretStore
 from sitekeep.stores.tokens import SqlTokenStore
@@ -101,6 +116,8 @@ class Stores:
     tokens: TokenStore
     secrets: SecretStore
     runs: RunLedger
+    profiles: ProfileStore
+    proxies: ProxyStore
 
     @classmethod
     def open(cls, settings: Settings, clock: Callable[[], float] = time.time) -> Stores:
@@ -125,6 +142,8 @@ class Stores:
             SqlTokenStore(database),
             SqlSecretStore(database),
             SqlRunLedger(database),
+            SqlProfileStore(database),
+            SqlProxyStore(database),
         )
 
     async def aclose(self) -> None:
@@ -155,6 +174,8 @@ class Service:
         self.replica = f"{socket.gethostname()}:{os.getpid()}"
         self.admin = Admin(self)
         """The admin use cases (SPEC §11), behind :meth:`require_admin`."""
+        self.profiles = Profiles(stores.profiles, cipher, clock)
+        """The profile use cases (SPEC §9), each behind the one gate (``profiles.gate``)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Callable[[], float] = time.time) -> Service:
@@ -353,7 +374,12 @@ class Service:
         return live, record
 
     async def _new_browser(
-        self, record: SessionRecord, *, land: str | None, restore_data: bool
+        self,
+        record: SessionRecord,
+        *,
+        land: str | None,
+        restore_data: bool,
+        preset: SiteData | None = None,
     ) -> tuple[LiveBrowser, dict[str, Any] | None]:
         """A new browser for the session, its run in the ledger: reserved under the caps
         before the browser starts, and where it runs recorded before anything loads in it.
@@ -376,7 +402,7 @@ class Service:
             await self._release(live.ref, "crashed")
             raise
         try:
-            return live, await self._fill_new_browser(live, record, land, restore_data)
+            return live, await self._fill_new_browser(live, record, land, restore_data, preset)
         finally:
             self.browsers.replenish()
 
@@ -441,11 +467,20 @@ class Service:
             log.warning("the run ledger missed a close: %s", exc.message)
 
     async def _fill_new_browser(
-        self, live: LiveBrowser, record: SessionRecord, land: str | None, restore_data: bool
+        self,
+        live: LiveBrowser,
+        record: SessionRecord,
+        land: str | None,
+        restore_data: bool,
+        preset: SiteData | None = None,
     ) -> dict[str, Any] | None:
+        """Restore the session's snapshot (or ``preset``: a profile's site data) into a
+        new browser, then land; the restore report, or None when nothing was written."""
         snapshot = None
-        if restore_data and not record.insecure:
-            snapshot = await self._load_snapshot(record.tenant, record.key)
+        if not record.insecure:  # restored cookies must never meet a man in the middle
+            snapshot = preset
+            if snapshot is None and restore_data:
+                snapshot = await self._load_snapshot(record.tenant, record.key)
         if snapshot is None:
             if land:
                 await live.navigate(land)
@@ -514,6 +549,10 @@ class Service:
         ``keep_user_agent`` (kept for the session's later browsers; None leaves it as it
         is) runs the browser under the User-Agent the snapshot was saved under; a restore
         under another one warns ``{type: "user_agent_changed"}`` in ``site_data.warnings``.
+        ``profile`` (an id ``who`` may use, SPEC §9) starts a new browser with the
+        profile's site data restored before it lands (on ``url``, else the last page,
+        else the profile's first site); ``site_data.profile`` names it. Later saves of
+        the session do not write back into the profile.
 
         Returns:
             ``{key, url, title, site_data?, hint?}``.
@@ -524,14 +563,16 @@ class Service:
         """
         key = check_key(key) if key is not None else secrets.token_hex(6)
         kind = self._kind(browser)
-        for name, value in (("profile", profile), ("country", country)):
-            if value is not None:
-                raise InvalidInput(f"{name} is not available yet", field=name)
+        if country is not None:
+            raise InvalidInput("country is not available yet", field="country")
+        # The gate first: a profile one may not use is refused before anything else.
+        loaded = await self.profiles.load(who, profile, "use") if profile is not None else None
         if url is not None:
             url = check_url(url, own_origins=self.own_origins())
         args = {
             "browser": kind,
             "url": hist.trim_url(url) if url else None,
+            "profile": profile,
             "restore_site_data": restore_site_data,
             "fresh": fresh,
             "insecure": insecure,
@@ -546,9 +587,10 @@ class Service:
                 kind is not None,
                 url,
                 restore_site_data=restore_site_data,
-                fresh=fresh,
+                fresh=fresh or loaded is not None,
                 insecure=insecure,
                 keep_user_agent=keep_user_agent,
+                profile=loaded,
             )
 
         return await self._seam(who, key, "open_session", args, body)
@@ -565,6 +607,7 @@ class Service:
         fresh: bool,
         insecure: bool,
         keep_user_agent: bool | None = None,
+        profile: Loaded | None = None,
     ) -> dict[str, Any]:
         now = self._clock()
         record = await self._load(who.tenant, key) or SessionRecord(
@@ -582,12 +625,21 @@ class Service:
         record = replace(record, kind=kind if kind_given else record.kind, insecure=insecure)
         if keep_user_agent is not None:
             record = replace(record, keep_user_agent=keep_user_agent)
+        if profile is not None:
+            record = replace(record, profile=profile.row.id)
         if live is None:
+            preset = profile.site_data if profile is not None else None
             live, report = await self._new_browser(
-                record, land=url or record.url, restore_data=restore_site_data
+                record,
+                land=url or record.url or (first_site(preset) if preset else None),
+                restore_data=restore_site_data,
+                preset=preset,
             )
             if report is not None:
                 result["site_data"] = report
+            if profile is not None:
+                named = {"id": profile.row.id, "name": profile.row.name}
+                result["site_data"] = {**result.get("site_data", {}), "profile": named}
         else:
             if keep_user_agent:
                 snapshot = await self._load_snapshot(who.tenant, key)
@@ -728,15 +780,19 @@ class Service:
             BrowserUnavailable: BiDi is down; nothing was saved.
         """
         if profile is not None:
-            raise InvalidInput("profile is not available yet", field="profile")
+            await self.profiles.get(who, profile, "capture")  # the gate, before the browser
 
         async def body() -> dict[str, Any]:
             call = await self._call(who, key)
-            return await self._finish(
-                call, await self.save_in(call, full=full, indexed_db=indexed_db)
-            )
+            result = await self.save_in(call, full=full, indexed_db=indexed_db)
+            if profile is not None:
+                snapshot = await self._load_snapshot(who.tenant, key) or SiteData()
+                kept = captured(snapshot, None, self._clock())
+                row = await self.profiles.write(who, profile, kept)
+                result["profile"] = profile_json(row, who, self._clock())
+            return await self._finish(call, result)
 
-        args = {"full": full, "indexed_db": indexed_db}
+        args = {"full": full, "indexed_db": indexed_db, "profile": profile}
         return await self._seam(who, key, "save_site_data", args, body)
 
     async def save_in(
@@ -744,6 +800,23 @@ class Service:
     ) -> dict[str, Any]:
         """The save itself, inside a call: the pages the call reached so far go into the
         history first, so the save reads their storage too (SPEC §4 flows)."""
+        snapshot, skipped, order, spare_reads = await self._read_site_data(call, full, indexed_db)
+        await self._put_snapshot(call.record.tenant, call.record.key, snapshot)
+        saved = {
+            "cookies": len(snapshot.cookies),
+            "sites": [o for o in order if o in snapshot.origins]
+            + sorted(set(snapshot.origins) - set(order)),
+            "skipped": [s.as_json() for s in skipped],
+            "spare_reads": spare_reads,
+        }
+        return {"saved": saved, "uri": self._site_data_uri(call.record.key)}
+
+    async def _read_site_data(
+        self, call: Call, full: bool, indexed_db: bool
+    ) -> tuple[SiteData, list[Skipped], list[str], int]:
+        """What a save would store (composed over the session's snapshot), what it left
+        out, the origins in visit order and how many were read through the spare tab —
+        nothing written yet."""
         record = replace(
             call.record,
             history=hist.bump_many(
@@ -789,16 +862,8 @@ class Service:
             skipped.extend(Skipped(o, NOT_CARRIED) for o in order if o in read.idb_origins)
         skipped.extend(Skipped(o, PARTITIONED) for o in read.partitioned)
         skipped.extend(lost_reason(c) for c in read.lost_cookies)
-        await self._put_snapshot(record.tenant, record.key, snapshot)
         call.page = page
-        saved = {
-            "cookies": len(snapshot.cookies),
-            "sites": [o for o in order if o in snapshot.origins]
-            + sorted(set(snapshot.origins) - set(order)),
-            "skipped": [s.as_json() for s in skipped],
-            "spare_reads": read.spare_reads,
-        }
-        return {"saved": saved, "uri": self._site_data_uri(record.key)}
+        return snapshot, skipped, order, read.spare_reads
 
     async def current(self, who: Principal, key: str) -> dict[str, Any]:
         """The current page (without touching the browser's state) and a site-data summary.
@@ -917,6 +982,172 @@ class Service:
         if snapshot is None:
             raise NotFound("site", site)
         return _well_formed({"key": key, **sitedata.host_view(snapshot, site)})
+
+    # -- profiles (SPEC §9): the gate lives in ``self.profiles``; these join it to sessions
+
+    def _profile(self, row: ProfileRow, who: Principal) -> dict[str, Any]:
+        return profile_json(row, who, self._clock())
+
+    async def create_profile(
+        self, who: Principal, name: str, visibility: str = "private", country: str | None = None
+    ) -> dict[str, Any]:
+        """A new, empty profile created by ``who`` (``profiles.profile_json``).
+
+        Raises:
+            InvalidInput: a bad name, visibility or country; nothing stored.
+        """
+        row = await self.profiles.create(who, name, visibility=visibility, country=country)
+        return self._profile(row, who)
+
+    async def list_profiles(self, who: Principal) -> dict[str, Any]:
+        """``{now, profiles: [...]}``: ``who``'s own and the workspace's shared ones."""
+        rows = await self.profiles.list(who)
+        return {"now": self._clock(), "profiles": [self._profile(r, who) for r in rows]}
+
+    async def get_profile(self, who: Principal, ident: str) -> dict[str, Any]:
+        """One profile and its site data by host, counts only (never a value).
+
+        Raises:
+            NotFound, Forbidden: the gate (``read``).
+        """
+        loaded = await self.profiles.load(who, ident, "read")
+        rows = sitedata.host_rows(loaded.site_data, ())
+        sites = [
+            {"site": r.site, "cookies": r.cookies, "local": r.local, "session": r.session}
+            for r in rows
+        ]
+        return {**self._profile(loaded.row, who), "sites": sites}
+
+    async def update_profile(
+        self, who: Principal, ident: str, changes: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Change a profile's ``name``, ``visibility`` or ``country``.
+
+        Raises:
+            InvalidInput: a bad value. NotFound, Forbidden: the gate (``update``).
+        """
+        return self._profile(await self.profiles.update(who, ident, changes), who)
+
+    async def capture_profile(
+        self,
+        who: Principal,
+        ident: str,
+        session: str,
+        cookies: Sequence[Mapping[str, object]] | None = None,
+    ) -> dict[str, Any]:
+        """Capture session ``session``'s site data into profile ``ident`` (SPEC §9): its
+        unexpired cookies (all, or those ``cookies`` names by ``{domain, name}``), the
+        localStorage of its origins and its sessionStorage. The session's own snapshot is
+        left as it was.
+
+        Returns:
+            ``{url, title, profile, captured: {cookies, sites}}``.
+
+        Raises:
+            NotFound, Forbidden: the gate (``capture``), or no such session.
+            InvalidInput: ``cookies`` — the selection matches no unexpired cookie;
+                nothing was written.
+        """
+        await self.profiles.get(who, ident, "capture")
+
+        async def body() -> dict[str, Any]:
+            call = await self._call(who, session)
+            snapshot, _skipped, _order, _spare = await self._read_site_data(call, False, False)
+            kept = captured(snapshot, cookies, self._clock())
+            row = await self.profiles.write(who, ident, kept)
+            done = {"cookies": len(kept.cookies), "sites": sorted(kept.origins)}
+            return await self._finish(call, {"profile": self._profile(row, who), "captured": done})
+
+        args = {"profile": ident, "cookies": None if cookies is None else len(cookies)}
+        return await self._seam(who, session, "capture_profile", args, body)
+
+    async def import_profile_state(
+        self, who: Principal, ident: str, data: bytes, fmt: str | None = None
+    ) -> dict[str, Any]:
+        """Replace a profile's site data with a storage state JSON or cookies.txt file
+        (SPEC §15), normalised; expired cookies are never kept.
+
+        Returns:
+            ``{profile, report}`` — the report of what was changed or dropped, and why.
+
+        Raises:
+            InvalidInput: not UTF-8, not the format, a bad field (named); nothing written.
+            NotFound, Forbidden: the gate (``capture``).
+        """
+        await self.profiles.get(who, ident, "capture")
+        imported = import_text(_utf8(data), _interop_format(fmt, optional=True), self._clock())
+        kept = captured(imported.site_data, None, self._clock())
+        row = await self.profiles.write(who, ident, kept)
+        return {"profile": self._profile(row, who), "report": imported.report.as_json()}
+
+    async def export_profile_state(
+        self, who: Principal, ident: str, fmt: str = "storage-state"
+    ) -> tuple[bytes, str]:
+        """A profile's site data as a file, and its media type — values, so only for
+        those who may manage the profile.
+
+        Raises:
+            InvalidInput: an unknown ``format``. NotFound, Forbidden: the gate.
+        """
+        form = _interop_format(fmt)
+        loaded = await self.profiles.load(who, ident, "capture")
+        return _exported(loaded.site_data, form)
+
+    # -- a session's state: preview and storage state (SPEC §9, §15) ------------------------
+
+    async def state_preview(self, who: Principal, key: str) -> dict[str, Any]:
+        """What the session holds now, for choosing what a profile keeps (SPEC §9): per
+        domain, cookie names, expiry, flags and the heuristic's ``selected``, and the
+        server's ``now`` — never a value. Read from the live browser (``source:
+        browser``), else from the saved snapshot (``source: snapshot``).
+
+        Raises:
+            NotFound: no such session.
+        """
+        record = await self._require(who, key)
+        live = await self._attach(record.browser) if record.browser else None
+        if live is not None:
+            cookies: Sequence[Cookie] = await read_cookies(live)
+            source = "browser"
+        else:
+            snapshot = await self._load_snapshot(who.tenant, key)
+            cookies, source = (snapshot.cookies if snapshot else ()), "snapshot"
+        return {"key": key, "source": source, **state_preview(cookies, self._clock())}
+
+    async def import_session_state(
+        self, who: Principal, key: str, data: bytes, fmt: str | None = None
+    ) -> dict[str, Any]:
+        """Replace the session's snapshot with a storage state JSON or cookies.txt file
+        (SPEC §15); its next new browser restores it (``open_session(fresh=true)``).
+
+        Returns:
+            ``{key, report}``.
+
+        Raises:
+            InvalidInput: a broken file (the field named); nothing written.
+            NotFound: no such session.
+        """
+        imported = import_text(_utf8(data), _interop_format(fmt, optional=True), self._clock())
+
+        async def body() -> dict[str, Any]:
+            await self._require(who, key)
+            await self._put_snapshot(who.tenant, key, imported.site_data)
+            return {"key": key, "report": imported.report.as_json()}
+
+        return await self._seam(who, key, "import_storage_state", {"format": fmt}, body)
+
+    async def export_session_state(
+        self, who: Principal, key: str, fmt: str = "storage-state"
+    ) -> tuple[bytes, str]:
+        """The session's saved snapshot as a file, and its media type (SPEC §15).
+
+        Raises:
+            InvalidInput: an unknown ``format``. NotFound: no such session.
+        """
+        form = _interop_format(fmt)
+        await self._require(who, key)
+        snapshot = await self._load_snapshot(who.tenant, key) or SiteData()
+        return _exported(snapshot, form)
 
     # -- tokens, secrets, runs: the facades reach the stores only through these -----------
 
@@ -1090,6 +1321,30 @@ def _appears_in(value: str, url: str) -> bool:
         return False
     forms = {value, quote(value, safe=""), quote_plus(value), quote(value)}
     return any(form in url for form in forms) or value in unquote_plus(url)
+
+
+def _utf8(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("the file is not UTF-8 text", field="body") from exc
+
+
+def _interop_format(fmt: str | None, *, optional: bool = False) -> Format | None:
+    if fmt is None and optional:
+        return None
+    for form in FORMATS:
+        if fmt == form:
+            return form
+    raise InvalidInput(f"format must be {' or '.join(FORMATS)}", field="format")
+
+
+_MEDIA = {"storage-state": "application/json", "cookies-txt": "text/plain; charset=utf-8"}
+
+
+def _exported(site_data: SiteData, fmt: Format | None) -> tuple[bytes, str]:
+    form: Format = fmt or "storage-state"
+    return export_site_data(site_data, form).data, _MEDIA[form]
 
 
 def _run_json(run: Run) -> dict[str, Any]:
