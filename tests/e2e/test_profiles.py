@@ -1,0 +1,90 @@
+"""Profiles with real browsers (SPEC §9): the state preview of a signed-in Chromium,
+capture of a selection into a profile, sessions opened from it in Chromium and Firefox,
+and later saves that do not write back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fixtures.sites import Sites
+from support import Api, ApiFactory
+
+from .conftest import FIREFOX_PREFS
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+
+def no_values(preview: Any) -> None:
+    """No ``value`` key anywhere in the preview."""
+    if isinstance(preview, dict):
+        assert "value" not in preview
+        for item in preview.values():
+            no_values(item)
+    elif isinstance(preview, list):
+        for item in preview:
+            no_values(item)
+
+
+@pytest.mark.parametrize("browser", ["chromium"])  # the test opens Firefox itself
+async def test_a_profile_captured_in_chromium_signs_in_sessions_of_both_browsers(
+    make_api: ApiFactory, sites: Sites
+) -> None:
+    api: Api = await make_api(webdriver_url=None, firefox_prefs=FIREFOX_PREFS)
+    await api.open(key="wizard")
+    assert (await api.go("wizard", sites.url("app.example.test", "/login")))["title"] == (
+        "App — signed in as alice"
+    )
+    await api.go("wizard", sites.url("token.example.test", "/login"))
+    await api.go("wizard", sites.url("www.example.test", "/set-parent"))
+
+    preview = await api.call("GET", "/v1/sessions/wizard/state-preview")
+    no_values(preview)
+    assert preview["source"] == "browser" and preview["now"] > 0
+    app = next(d for d in preview["domains"] if d["domain"] == "app.example.test")
+    session_cookie = next(c for c in app["cookies"] if c["name"] == "app_session")
+    assert session_cookie["http_only"] is True and session_cookie["selected"] is True
+
+    profile = await api.call("POST", "/v1/profiles", {"name": "alice at app"})
+    ident = profile["id"]
+    dead = [{"domain": "app.example.test", "name": "no_such_cookie"}]
+    refused = await api.call(
+        "POST",
+        f"/v1/profiles/{ident}/capture",
+        {"session": "wizard", "cookies": dead},
+        status=400,
+    )
+    assert refused["error"]["field"] == "cookies"
+    assert (await api.call("GET", f"/v1/profiles/{ident}"))["captured_at"] is None
+
+    selection = [{"domain": "app.example.test", "name": "app_session"}]
+    done = await api.call(
+        "POST", f"/v1/profiles/{ident}/capture", {"session": "wizard", "cookies": selection}
+    )
+    assert done["captured"]["cookies"] == 1
+    assert done["profile"]["cookie_domains"] == ["app.example.test"]
+    captured_at = done["profile"]["captured_at"]
+    assert captured_at is not None
+
+    used = await api.open(key="agent", profile=ident)
+    assert used["site_data"]["profile"] == {"id": ident, "name": "alice at app"}
+    assert (await api.go("agent", sites.url("app.example.test")))["title"] == (
+        "App — signed in as alice"
+    )
+    # localStorage of the session's origins is captured whatever the cookie selection.
+    assert (await api.go("agent", sites.url("token.example.test")))["title"] == (
+        "Token — signed in as bob"
+    )
+    await api.go("agent", sites.url("app.example.test", "/__fixture/cookie?name=later&value=x"))
+    await api.save("agent")
+    assert (await api.call("GET", f"/v1/profiles/{ident}"))["captured_at"] == captured_at
+    state = await api.call("GET", f"/v1/profiles/{ident}/storage-state")
+    assert [c["name"] for c in state["cookies"]] == ["app_session"]
+
+    in_firefox = await api.open(key="fox", browser="firefox", profile=ident)
+    assert (await api.browser("fox")).ref.kind == "firefox"
+    assert in_firefox["site_data"]["profile"]["id"] == ident
+    assert (await api.go("fox", sites.url("app.example.test")))["title"] == (
+        "App — signed in as alice"
+    )
