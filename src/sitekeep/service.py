@@ -1062,7 +1062,13 @@ class Service:
         return await self._seam(who, session, "capture_profile", args, body)
 
     async def import_profile_state(
-        self, who: Principal, ident: str, data: bytes, fmt: str | None = None
+        self,
+        who: Principal,
+        ident: str,
+        data: bytes,
+        fmt: str | None = None,
+        *,
+        strict: bool = False,
     ) -> dict[str, Any]:
         """Replace a profile's site data with a storage state JSON or cookies.txt file
         (SPEC §15), normalised; expired cookies are never kept.
@@ -1075,7 +1081,8 @@ class Service:
             NotFound, Forbidden: the gate (``capture``).
         """
         await self.profiles.get(who, ident, "capture")
-        imported = import_text(_utf8(data), _interop_format(fmt, optional=True), self._clock())
+        form = _interop_format(fmt, optional=True)
+        imported = import_text(_utf8(data), form, self._clock(), strict=strict)
         kept = captured(imported.site_data, None, self._clock())
         row = await self.profiles.write(who, ident, kept)
         return {"profile": self._profile(row, who), "report": imported.report.as_json()}
