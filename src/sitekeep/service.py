@@ -35,6 +35,7 @@ from sitekeep.browser.docs import read_cookies
 from sitekeep.browser.indexeddb import NOT_CARRIED, read_databases
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.manager import BrowserManager
+from sitekeep.browser.proxy import ProxySettings
 from sitekeep.browser.restore import restore
 from sitekeep.browser.save import PARTITIONED, lost_reason, save_read, settle_jar
 from sitekeep.browser.useragent import changed_warning, current_user_agent, override_user_agent
@@ -67,6 +68,7 @@ from sitekeep.model import (
 from sitekeep.operations import HANDLERS, Call
 from sitekeep.policy import check_key, check_url
 from sitekeep.profiles import Loaded, Profiles, captured, first_site, profile_json
+from sitekeep.proxies import Proxies, proxy_json
 from sitekeep.secrets import SecretInfo
 from sitekeep.state_preview import state_preview
 from sitekeep.steps import parse_args, parse_steps
@@ -75,6 +77,7 @@ from sitekeep.stores.base import (
     ClosedReason,
     ProfileRow,
     ProfileStore,
+    ProxyRow,
     ProxyStore,
     Run,
     RunLedger,
@@ -176,6 +179,8 @@ class Service:
         """The admin use cases (SPEC §11), behind :meth:`require_admin`."""
         self.profiles = Profiles(stores.profiles, cipher, clock)
         """The profile use cases (SPEC §9), each behind the one gate (``profiles.gate``)."""
+        self.proxies = Proxies(stores.proxies, self.secrets, clock)
+        """The tenant's proxy pool (SPEC §14)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Callable[[], float] = time.time) -> Service:
@@ -365,7 +370,7 @@ class Service:
         """The session's live browser; a gone one is reopened silently with a restore whose
         report waits in ``record.reopened`` for the first result (SPEC §3)."""
         if record.browser is not None:
-            live = await self._attach(record.browser)
+            live = await self._attach(record.browser, await self._proxy_of(record, gone=None))
             if live is not None:
                 return live, record
         live, report = await self._new_browser(record, land=record.url, restore_data=True)
@@ -388,9 +393,10 @@ class Service:
             CapacityExceeded: a cap is reached; no browser was started.
             StoreUnavailable: the ledger cannot be reached; no browser is left running.
         """
+        proxy = await self._proxy_of(record)
         run = await self._reserve(record)
         try:
-            live = await self.browsers.start(record.kind, insecure=record.insecure)
+            live = await self.browsers.start(record.kind, insecure=record.insecure, proxy=proxy)
         except BaseException:
             await self._ledger(
                 self.stores.runs.close_run(run.id, at=self._clock(), reason="crashed")
@@ -443,15 +449,41 @@ class Service:
             )
         return run
 
-    async def _attach(self, ref: BrowserRef) -> LiveBrowser | None:
+    async def _attach(
+        self, ref: BrowserRef, proxy: ProxySettings | None = None
+    ) -> LiveBrowser | None:
         """The live browser ``ref`` names, or None — then its run is closed as crashed
-        (a no-op when a close or the reaper came first)."""
-        live = await self.browsers.attach(ref)
+        (a no-op when a close or the reaper came first). ``proxy``: the one it runs
+        through, whose credentials a new BiDi connection answers again."""
+        live = await self.browsers.attach(ref, proxy=proxy)
         if live is None:
             await self._ledger(
                 self.stores.runs.close(ref.session_id, at=self._clock(), reason="crashed")
             )
         return live
+
+    async def _proxy_of(
+        self, record: SessionRecord, *, gone: type[InvalidInput] | None = InvalidInput
+    ) -> ProxySettings | None:
+        """The proxy the session's browsers run through (SPEC §14), credentials included;
+        None without one.
+
+        Raises:
+            InvalidInput: ``country`` — the proxy left the pool (None with ``gone=None``:
+                a live browser keeps its routing).
+        """
+        if record.proxy is None:
+            return None
+        row = await self.stores.proxies.get(record.tenant, record.proxy)
+        if row is None:
+            if gone is None:
+                return None
+            raise gone(
+                f"proxy {record.proxy!r} of this session left the pool: open it again with "
+                "a country",
+                field="country",
+            )
+        return await self.proxies.settings(row)
 
     async def _release(self, ref: BrowserRef, reason: ClosedReason) -> None:
         """End a browser, then close its run: the browser is released first, and a ledger
@@ -563,16 +595,18 @@ class Service:
         """
         key = check_key(key) if key is not None else secrets.token_hex(6)
         kind = self._kind(browser)
-        if country is not None:
-            raise InvalidInput("country is not available yet", field="country")
         # The gate first: a profile one may not use is refused before anything else.
         loaded = await self.profiles.load(who, profile, "use") if profile is not None else None
+        if country is None and loaded is not None:
+            country = loaded.row.country  # a profile signs in from where it was captured
+        route = await self.proxies.choose(who.tenant, country) if country is not None else None
         if url is not None:
             url = check_url(url, own_origins=self.own_origins())
         args = {
             "browser": kind,
             "url": hist.trim_url(url) if url else None,
             "profile": profile,
+            "country": route.country if route else None,
             "restore_site_data": restore_site_data,
             "fresh": fresh,
             "insecure": insecure,
@@ -591,6 +625,7 @@ class Service:
                 insecure=insecure,
                 keep_user_agent=keep_user_agent,
                 profile=loaded,
+                route=route,
             )
 
         return await self._seam(who, key, "open_session", args, body)
@@ -608,6 +643,7 @@ class Service:
         insecure: bool,
         keep_user_agent: bool | None = None,
         profile: Loaded | None = None,
+        route: ProxyRow | None = None,
     ) -> dict[str, Any]:
         now = self._clock()
         record = await self._load(who.tenant, key) or SessionRecord(
@@ -621,8 +657,13 @@ class Service:
         result: dict[str, Any] = {"key": key}
         if not restore_site_data:
             result["site_data"] = {"forgotten": await self._forget_snapshot(who.tenant, key)}
-        live = await self._reusable(record, kind if kind_given else record.kind, insecure, fresh)
+        rerouted = route is not None and route.name != record.proxy
+        live = await self._reusable(
+            record, kind if kind_given else record.kind, insecure, fresh or rerouted
+        )
         record = replace(record, kind=kind if kind_given else record.kind, insecure=insecure)
+        if route is not None:
+            record = replace(record, country=route.country, proxy=route.name)
         if keep_user_agent is not None:
             record = replace(record, keep_user_agent=keep_user_agent)
         if profile is not None:
@@ -649,6 +690,8 @@ class Service:
                 await live.navigate(url)
         if insecure:
             result["hint"] = INSECURE_HINT
+        if record.proxy is not None:
+            result["proxy"] = {"name": record.proxy, "country": record.country}
         record = replace(record, browser=live.ref, reopened=None, refs=None)
         return await self._finish(Call(self, who, live, record), result)
 
@@ -658,7 +701,7 @@ class Service:
         """The live browser to keep using, or None (after closing one that cannot stay)."""
         if record.browser is None:
             return None
-        live = await self._attach(record.browser)
+        live = await self._attach(record.browser, await self._proxy_of(record, gone=None))
         if live is None:
             return None
         if fresh or record.browser.kind != kind or record.browser.insecure != insecure:
@@ -872,7 +915,7 @@ class Service:
             ``{key, url, title, browser: {kind, live}, site_data: {saved_at, hosts}}``.
         """
         record = await self._require(who, key)
-        live = await self.browsers.attach(record.browser) if record.browser else None
+        live = await self._live(record)
         page = await live.page_info() if live is not None else None
         url = page.url if page else record.url
         withheld = url is not None and await self._holds_secret(who.tenant, record, url)
@@ -916,8 +959,14 @@ class Service:
     async def live_browser(self, who: Principal, key: str) -> LiveBrowser | None:
         """The session's live browser as it is now (no reopen), or None: for tools that
         drive it directly — tests, and later the live view (SPEC §10)."""
-        record = await self._require(who, key)
-        return await self.browsers.attach(record.browser) if record.browser else None
+        return await self._live(await self._require(who, key))
+
+    async def _live(self, record: SessionRecord) -> LiveBrowser | None:
+        """The session's browser as it is now (no reopen), or None."""
+        if record.browser is None:
+            return None
+        proxy = await self._proxy_of(record, gone=None)
+        return await self.browsers.attach(record.browser, proxy=proxy)
 
     async def record(self, who: Principal, key: str) -> SessionRecord:
         """The session record (history included) — the admin surface, not the agent's."""
@@ -1112,7 +1161,7 @@ class Service:
             NotFound: no such session.
         """
         record = await self._require(who, key)
-        live = await self._attach(record.browser) if record.browser else None
+        live = await self._live(record)
         if live is not None:
             cookies: Sequence[Cookie] = await read_cookies(live)
             source = "browser"
@@ -1219,6 +1268,37 @@ class Service:
         self.require_admin(who, "managing secrets")
         if not await self.secrets.delete(who.tenant, name):
             raise NotFound("secret", name)
+
+    async def put_proxy(
+        self,
+        who: Principal,
+        name: str,
+        country: str,
+        url: str,
+        auth_secret: str | None = None,
+    ) -> dict[str, Any]:
+        """Create or replace a proxy of the caller's tenant (admin; SPEC §14).
+
+        Raises:
+            Forbidden: a member's token. InvalidInput: a bad field, named; nothing stored.
+        """
+        self.require_admin(who, "managing proxies")
+        return proxy_json(await self.proxies.put(who.tenant, name, country, url, auth_secret))
+
+    async def list_proxies(self, who: Principal) -> dict[str, Any]:
+        """``{proxies: [...], countries: [...]}`` of the caller's tenant."""
+        rows = await self.proxies.list(who.tenant)
+        countries = sorted({r.country for r in rows})
+        return {"proxies": [proxy_json(r) for r in rows], "countries": countries}
+
+    async def get_proxy(self, who: Principal, name: str) -> dict[str, Any]:
+        """One proxy. Raises: NotFound."""
+        return proxy_json(await self.proxies.get(who.tenant, name))
+
+    async def delete_proxy(self, who: Principal, name: str) -> None:
+        """Delete a proxy (admin). Raises: Forbidden, NotFound."""
+        self.require_admin(who, "managing proxies")
+        await self.proxies.delete(who.tenant, name)
 
     async def runs(
         self, who: Principal | None, *, open_only: bool = True, limit: int = 100
