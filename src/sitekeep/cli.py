@@ -19,6 +19,7 @@ from rich.console import Console
 from sitekeep import __version__
 from sitekeep.cli_interop import export_command, import_command
 from sitekeep.cli_journal import journal_app
+from sitekeep.cli_keys import keys_app
 from sitekeep.cli_profiles import profile_app
 from sitekeep.cli_proxies import proxy_app
 from sitekeep.cli_secrets import secret_app
@@ -42,6 +43,7 @@ app.add_typer(secret_app, name="secret")
 app.add_typer(journal_app, name="journal")
 app.add_typer(profile_app, name="profile")
 app.add_typer(proxy_app, name="proxy")
+app.add_typer(keys_app, name="keys")
 app.command("import")(import_command)
 app.command("export")(export_command)
 console = Console(soft_wrap=True)

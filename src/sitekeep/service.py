@@ -289,6 +289,19 @@ class Service:
         async with self._held(who.tenant, check_key(key)):
             return await body()
 
+    def session_held(self, tenant: str, key: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """The session's lock held for a block (key rotation reseals a snapshot so).
+
+        Raises:
+            SessionBusy: not acquired within ``SITEKEEP_LOCK_WAIT``.
+        """
+        return self._held(tenant, key)
+
+    @property
+    def cipher(self) -> Cipher:
+        """The cipher every blob is sealed with (its key ring follows the key file)."""
+        return self._cipher
+
     @contextlib.asynccontextmanager
     async def _held(
         self, tenant: str, key: str, *, wait: float | None = None

@@ -1,14 +1,19 @@
 """Profiles with real browsers (SPEC §9): the state preview of a signed-in Chromium,
 capture of a selection into a profile, sessions opened from it in Chromium and Firefox,
-and later saves that do not write back."""
+and later saves that do not write back; key rotation while a session saves (SPEC §12)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from fixtures.sites import Sites
+from sitekeep import rotation
+from sitekeep.config import Settings
+from sitekeep.history import origin_of
+from sitekeep.stores.cipher import KeyFile
 from support import Api, ApiFactory
 
 from .conftest import FIREFOX_PREFS
@@ -88,3 +93,26 @@ async def test_a_profile_captured_in_chromium_signs_in_sessions_of_both_browsers
     assert (await api.go("fox", sites.url("app.example.test")))["title"] == (
         "App — signed in as alice"
     )
+
+
+@pytest.mark.parametrize("browser", ["chromium"])
+async def test_key_rotation_while_a_session_saves_loses_nothing(
+    api: Api, sites: Sites, settings: Settings
+) -> None:
+    """SPEC §12: ``sitekeep keys rotate``'s pass and a save of the same session run at
+    once; whichever comes first, the snapshot ends up whole, holding the save, and sealed
+    under the new key."""
+    await api.open(key="r")
+    await api.go("r", sites.url("app.example.test", "/login"))
+    await api.save("r")  # sealed under the first key
+    new = KeyFile(settings.key_file).add().current.id
+    await api.go("r", sites.url("token.example.test", "/__fixture/ls?during=dummy-during"))
+    async with anyio.create_task_group() as both:
+        both.start_soon(api.save, "r")
+        both.start_soon(rotation.reseal_all, api.service, api.service.cipher)
+    snapshot = await api.snapshot("r")
+    token = origin_of(sites.url("token.example.test"))
+    assert token is not None
+    assert dict(snapshot.origins[token].local) == {"during": "dummy-during"}
+    assert any(c.name == "app_session" for c in snapshot.cookies)
+    assert await rotation.key_use(api.service) == {new: 1}

@@ -12,6 +12,7 @@ backend cannot be reached, and has then written nothing.
 
 from __future__ import annotations
 
+import builtins
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -190,6 +191,15 @@ class SecretStore(Protocol):
 
     async def delete(self, tenant: str, name: str) -> bool:
         """Delete one row; whether it existed."""
+        ...
+
+    async def every(self) -> builtins.list[SecretRow]:
+        """Every tenant's rows, sorted by (tenant, name) (for key rotation)."""
+        ...
+
+    async def swap_sealed(self, tenant: str, name: str, old: bytes, new: bytes) -> bool:
+        """Replace the row's ``sealed`` with ``new`` only while it is still ``old``,
+        atomically; whether it was replaced."""
         ...
 
 
