@@ -86,6 +86,10 @@ async def test_a_profile_captured_in_chromium_signs_in_sessions_of_both_browsers
     assert (await api.call("GET", f"/v1/profiles/{ident}"))["captured_at"] == captured_at
     state = await api.call("GET", f"/v1/profiles/{ident}/storage-state")
     assert [c["name"] for c in state["cookies"]] == ["app_session"]
+    # Asked: save_site_data(profile=ID) writes every unexpired cookie of the session into it.
+    saved = await api.save("wizard", profile=ident)
+    assert {"app.example.test", "id.example.test"} <= set(saved["profile"]["cookie_domains"])
+    assert saved["profile"]["captured_at"] > captured_at
 
     in_firefox = await api.open(key="fox", browser="firefox", profile=ident)
     assert (await api.browser("fox")).ref.kind == "firefox"
