@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from sitekeep.model import SessionRecord
 from sitekeep.service import Service
 from support import WHO, Api, ApiFactory
 
@@ -262,3 +263,45 @@ async def test_a_broken_import_is_400_and_keeps_the_profile_as_it_was(clients: C
     )
     assert bad_format.status_code == 400 and bad_format.json()["error"]["field"] == "format"
     assert await clients.service.profiles._store.get(WHO.tenant, ident) == before
+
+
+async def seed_session(service: Service, key: str) -> None:
+    """An empty session of tenant t1, as the service itself writes one."""
+    now = time.time()
+    record = SessionRecord(WHO.tenant, key, "ada", "chromium", now, now)
+
+    async def body() -> dict[str, Any]:
+        await service._load(WHO.tenant, key)
+        await service._put(record)
+        return {}
+
+    await service._seam(WHO, key, "seed", {}, body)
+
+
+async def test_a_sessions_storage_state_goes_in_and_out_and_its_preview_shows_no_value(
+    clients: Clients,
+) -> None:
+    await seed_session(clients.service, "s1")
+    put = await clients.call(
+        "creator", "PUT", "/v1/sessions/s1/storage-state", content=json.dumps(STATE).encode()
+    )
+    assert put.status_code == 200, put.text
+    assert put.json()["report"]["carried"]["cookies"] == 2
+    out = (await clients.call("creator", "GET", "/v1/sessions/s1/storage-state")).json()
+    assert {c["name"]: c["value"] for c in out["cookies"]}["sessionid"] == SID
+    assert out["origins"][0]["localStorage"] == [{"name": "token", "value": TOKEN}]
+
+    preview = await clients.call("creator", "GET", "/v1/sessions/s1/state-preview")
+    assert SID not in preview.text and TOKEN not in preview.text
+    body = preview.json()
+    assert body["source"] == "snapshot" and body["now"] > 0
+    rows = {(d["domain"], c["name"]): c["selected"] for d in body["domains"] for c in d["cookies"]}
+    assert rows == {("app.example.test", "sessionid"): True, ("example.test", "_ga"): False}
+
+    other = await clients.call("other", "GET", "/v1/sessions/s1/state-preview")
+    assert other.status_code == 404
+    broken = await clients.call(
+        "creator", "PUT", "/v1/sessions/s1/storage-state", content=b'{"cookies": 3}'
+    )
+    assert broken.status_code == 400 and broken.json()["error"]["field"]
+    assert (await clients.service._load_snapshot(WHO.tenant, "s1")) is not None
