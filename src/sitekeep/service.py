@@ -526,6 +526,8 @@ class Service:
             snapshot = preset
             if snapshot is None and restore_data:
                 snapshot = await self._load_snapshot(record.tenant, record.key)
+            if snapshot is None and restore_data and record.profile is not None:
+                snapshot = await self._profile_data(record)
         if snapshot is None:
             if land:
                 await live.navigate(land)
@@ -539,6 +541,16 @@ class Service:
         if warnings:
             result["warnings"] = warnings
         return result
+
+    async def _profile_data(self, record: SessionRecord) -> SiteData | None:
+        """The site data of the profile the session was opened from, for a browser of a
+        session that has saved none of its own yet — if its owner may still use it."""
+        assert record.profile is not None
+        owner = Principal(record.tenant, record.owner, "member")
+        try:
+            return (await self.profiles.load(owner, record.profile, "use")).site_data
+        except (NotFound, Forbidden):
+            return None  # deleted, or no longer shared: the session starts signed out
 
     async def _user_agent(
         self, live: LiveBrowser, record: SessionRecord, snapshot: SiteData

@@ -81,6 +81,12 @@ async def test_a_profile_captured_in_chromium_signs_in_sessions_of_both_browsers
     assert (await api.go("agent", sites.url("token.example.test")))["title"] == (
         "Token — signed in as bob"
     )
+    # A new browser of a session that saved nothing of its own comes from the profile again.
+    await api.close("agent")
+    await api.open(key="agent")
+    assert (await api.go("agent", sites.url("app.example.test")))["title"] == (
+        "App — signed in as alice"
+    )
     await api.go("agent", sites.url("app.example.test", "/__fixture/cookie?name=later&value=x"))
     await api.save("agent")
     assert (await api.call("GET", f"/v1/profiles/{ident}"))["captured_at"] == captured_at
