@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -32,7 +33,7 @@ from sitekeep.interop.files import (
     read_source,
     receipt,
 )
-from sitekeep.model import Principal
+from sitekeep.model import Principal, SiteData
 
 if TYPE_CHECKING:
     from sitekeep.service import Service
@@ -84,13 +85,18 @@ def _source_format(value: str | None) -> Format | None:
     return value
 
 
-def _end(entry: dict[str, Any]) -> str:
-    return str(entry["path"]) if "path" in entry else f"profile {entry['profile']}"
+def _named(entry: dict[str, Any]) -> str:
+    if "path" in entry:
+        return str(entry["path"])
+    kind = "profile" if "profile" in entry else "session"
+    return f"{kind} {entry[kind]}"
 
 
 def _summary(done: dict[str, Any], receipt_path: Path) -> None:
     console = Console()
-    table = Table("", "read", "carried", title=f"{_end(done['source'])} → {_end(done['output'])}")
+    table = Table(
+        "", "read", "carried", title=f"{_named(done['source'])} → {_named(done['output'])}"
+    )
     for kind in ("cookies", "origins", "local_items", "session_items"):
         table.add_row(kind, str(done["read"].get(kind, 0)), str(done["carried"].get(kind, 0)))
     console.print(table)
@@ -137,8 +143,11 @@ def _fail(exc: SitekeepError) -> typer.Exit:
 ProfileOption = Annotated[
     str | None, typer.Option("--profile", help="A profile's id instead of a file.")
 ]
+SessionOption = Annotated[
+    str | None, typer.Option("--session", help="A session's key instead of a file.")
+]
 TenantOption = Annotated[
-    str | None, typer.Option("--tenant", help="The profile's tenant (with --profile).")
+    str | None, typer.Option("--tenant", help="The tenant (with --profile or --session).")
 ]
 
 
@@ -148,11 +157,44 @@ def with_service(use: Any) -> Any:
     return run(use)
 
 
-def _profile_who(tenant: str | None, subject: str, member: bool) -> Principal:
-    if tenant is None:
-        typer.echo("error: --profile needs --tenant", err=True)
+@dataclass(frozen=True, slots=True)
+class _End:
+    """A profile or a session at the other end of an import or export."""
+
+    kind: Literal["profile", "session"]
+    ident: str
+    who: Principal
+
+    async def write(self, svc: Service, text: str, fmt: Format | None, strict: bool) -> Any:
+        if self.kind == "profile":
+            return await svc.import_profile_state(
+                self.who, self.ident, text.encode(), fmt, strict=strict
+            )
+        return await svc.import_session_state(
+            self.who, self.ident, text.encode(), fmt, strict=strict
+        )
+
+    async def read(self, svc: Service) -> SiteData:
+        if self.kind == "profile":  # values: only for who may manage it
+            return (await svc.profiles.load(self.who, self.ident, "capture")).site_data
+        return await svc.saved_site_data(self.who, self.ident)
+
+
+def _end(
+    profile: str | None, session: str | None, tenant: str | None, subject: str, member: bool
+) -> _End | None:
+    if profile is not None and session is not None:
+        typer.echo("error: say --profile or --session, not both", err=True)
         raise typer.Exit(2)
-    return acting(tenant, subject, member)
+    if profile is None and session is None:
+        return None
+    if tenant is None:
+        typer.echo("error: --profile and --session need --tenant", err=True)
+        raise typer.Exit(2)
+    who = acting(tenant, subject, member)
+    return (
+        _End("profile", profile, who) if profile is not None else _End("session", str(session), who)
+    )
 
 
 def _publish_receipt(path: Path, done: dict[str, Any]) -> None:
@@ -162,42 +204,36 @@ def _publish_receipt(path: Path, done: dict[str, Any]) -> None:
         raise _fail(exc) from exc
 
 
-def _into_profile(
-    source_path: Path,
-    ident: str,
-    who: Principal,
-    source_fmt: str | None,
-    strict: bool,
-    receipt_path: Path | None,
+def _check_free(path: Path) -> None:
+    if path.exists() or path.is_symlink():
+        raise _fail(Conflict(f"{path} exists: a conversion never overwrites"))
+
+
+def _into(
+    source_path: Path, end: _End, source_fmt: str | None, strict: bool, receipt_path: Path | None
 ) -> None:
-    """``import --from FILE --profile ID``: the file read carefully, the profile replaced."""
-    receipt_path = Path(os.path.abspath(receipt_path or f"{source_path}.{ident}.receipt.json"))
+    """``import --from FILE --profile ID|--session KEY``: the file read carefully, the
+    profile's site data or the session's snapshot replaced."""
+    receipt_path = Path(os.path.abspath(receipt_path or f"{source_path}.{end.ident}.receipt.json"))
+    _check_free(receipt_path)
     try:
         source = read_source(source_path)
         remarks = Report()
         text = decode_text(source, remarks)
-        if receipt_path.exists() or receipt_path.is_symlink():
-            raise Conflict(f"{receipt_path} exists: a conversion never overwrites")
         check_unchanged(source)
     except SitekeepError as exc:
         raise _fail(exc) from exc
-
-    async def use(svc: Service) -> dict[str, Any]:
-        return await svc.import_profile_state(
-            who, ident, text.encode(), _source_format(source_fmt), strict=strict
-        )
-
-    done_import = with_service(use)
-    fmt = source_fmt or detect_format(text)
+    fmt = _source_format(source_fmt)
+    done_import = with_service(lambda svc: end.write(svc, text, fmt, strict))
     done = receipt(
         "import",
         source={
             "path": str(source.path),
             "bytes": source.size,
             "sha256": source.sha256,
-            "format": fmt,
+            "format": fmt or detect_format(text),
         },
-        output={"profile": ident},
+        output={end.kind: end.ident},
         report=Report(),
         now=time.time(),
     )
@@ -207,27 +243,20 @@ def _into_profile(
     _summary(done, receipt_path)
 
 
-def _from_profile(
-    ident: str, output: Path, who: Principal, fmt: str | None, receipt_path: Path | None
-) -> None:
-    """``export --profile ID --to FILE``: values, so only for who may manage the profile."""
+def _out_of(end: _End, output: Path, fmt: str | None, receipt_path: Path | None) -> None:
+    """``export --profile ID|--session KEY --to FILE``."""
     to = _format(fmt, output, "--format")
     output = Path(os.path.abspath(output))
     receipt_path = Path(os.path.abspath(receipt_path or f"{output}.receipt.json"))
-
-    async def use(svc: Service) -> Any:
-        return (await svc.profiles.load(who, ident, "capture")).site_data
-
-    exported = export_site_data(with_service(use), to)
+    _check_free(receipt_path)
+    exported = export_site_data(with_service(end.read), to)
     try:
-        if receipt_path.exists() or receipt_path.is_symlink():
-            raise Conflict(f"{receipt_path} exists: a conversion never overwrites")
         published = publish(output, exported.data)
     except SitekeepError as exc:
         raise _fail(exc) from exc
     done = receipt(
         "export",
-        source={"profile": ident},
+        source={end.kind: end.ident},
         output={
             "path": str(published.path),
             "bytes": published.size,
@@ -245,6 +274,7 @@ def import_command(
     source: From,
     to: Annotated[Path | None, typer.Option("--to", help="A new file to write.")] = None,
     profile: ProfileOption = None,
+    session: SessionOption = None,
     tenant: TenantOption = None,
     subject: Actor = "cli",
     member: Member = False,
@@ -254,13 +284,14 @@ def import_command(
     strict: Strict = False,
 ) -> None:
     """Import site data from a storage state or cookies.txt file — into a profile
-    (--profile, replacing its site data) or a new file (--to) — normalised, with a receipt."""
-    if (to is None) == (profile is None):
-        typer.echo("error: say one of --to FILE or --profile ID", err=True)
+    (--profile), a session's snapshot (--session) or a new file (--to) — normalised, with
+    a receipt."""
+    end = _end(profile, session, tenant, subject, member)
+    if (to is None) == (end is None):
+        typer.echo("error: say one of --to FILE, --profile ID or --session KEY", err=True)
         raise typer.Exit(2)
-    if profile is not None:
-        who = _profile_who(tenant, subject, member)
-        _into_profile(source, profile, who, from_format, strict, receipt)
+    if end is not None:
+        _into(source, end, from_format, strict, receipt)
         return
     assert to is not None
     _convert(source, to, fmt, from_format, receipt, strict)
@@ -272,6 +303,7 @@ def export_command(
         Path | None, typer.Option("--from", help="A storage state or cookies.txt file.")
     ] = None,
     profile: ProfileOption = None,
+    session: SessionOption = None,
     tenant: TenantOption = None,
     subject: Actor = "cli",
     member: Member = False,
@@ -281,12 +313,14 @@ def export_command(
     strict: Strict = False,
 ) -> None:
     """Export site data to a new storage state or cookies.txt file — from a profile
-    (--profile) or another such file (--from) — with a receipt."""
-    if (source is None) == (profile is None):
-        typer.echo("error: say one of --from FILE or --profile ID", err=True)
+    (--profile), a session's snapshot (--session) or another such file (--from) — with a
+    receipt."""
+    end = _end(profile, session, tenant, subject, member)
+    if (source is None) == (end is None):
+        typer.echo("error: say one of --from FILE, --profile ID or --session KEY", err=True)
         raise typer.Exit(2)
-    if profile is not None:
-        _from_profile(profile, to, _profile_who(tenant, subject, member), fmt, receipt)
+    if end is not None:
+        _out_of(end, to, fmt, receipt)
         return
     assert source is not None
     _convert(source, to, fmt, from_format, receipt, strict)

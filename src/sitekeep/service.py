@@ -1196,7 +1196,13 @@ class Service:
         return {"key": key, "source": source, **state_preview(cookies, self._clock())}
 
     async def import_session_state(
-        self, who: Principal, key: str, data: bytes, fmt: str | None = None
+        self,
+        who: Principal,
+        key: str,
+        data: bytes,
+        fmt: str | None = None,
+        *,
+        strict: bool = False,
     ) -> dict[str, Any]:
         """Replace the session's snapshot with a storage state JSON or cookies.txt file
         (SPEC §15); its next new browser restores it (``open_session(fresh=true)``).
@@ -1208,7 +1214,8 @@ class Service:
             InvalidInput: a broken file (the field named); nothing written.
             NotFound: no such session.
         """
-        imported = import_text(_utf8(data), _interop_format(fmt, optional=True), self._clock())
+        form = _interop_format(fmt, optional=True)
+        imported = import_text(_utf8(data), form, self._clock(), strict=strict)
 
         async def body() -> dict[str, Any]:
             await self._require(who, key)
@@ -1226,9 +1233,13 @@ class Service:
             InvalidInput: an unknown ``format``. NotFound: no such session.
         """
         form = _interop_format(fmt)
+        return _exported(await self.saved_site_data(who, key), form)
+
+    async def saved_site_data(self, who: Principal, key: str) -> SiteData:
+        """The session's saved snapshot, values and all (empty when none) — for the
+        owner's exports only. Raises: NotFound."""
         await self._require(who, key)
-        snapshot = await self._load_snapshot(who.tenant, key) or SiteData()
-        return _exported(snapshot, form)
+        return await self._load_snapshot(who.tenant, key) or SiteData()
 
     # -- tokens, secrets, runs: the facades reach the stores only through these -----------
 

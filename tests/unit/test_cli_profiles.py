@@ -1,5 +1,6 @@
-"""``sitekeep profile …`` and ``sitekeep import|export --profile`` (SPEC §9, §15) on a real
-data dir: the gate applies to the CLI as to every caller, and no command prints a value."""
+"""``sitekeep profile …`` and ``sitekeep import|export --profile|--session`` (SPEC §9, §15)
+on a real data dir: the gate applies to the CLI as to every caller, and no command prints
+a value."""
 
 from __future__ import annotations
 
@@ -7,11 +8,16 @@ import json
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from sitekeep.cli import app
+from sitekeep.config import Settings
+from sitekeep.model import Principal, SessionRecord
+from sitekeep.service import Service
+from support import on_service
 
 SID = "dummy-cli-sid-9d0b"
 STATE = {
@@ -92,3 +98,37 @@ def test_a_profile_made_filled_listed_exported_and_deleted_from_the_shell(
     assert code == 0
     code, out, _ = run("profile", "list", "--tenant", "t1", "--as", "ada")
     assert "no profiles" in out
+
+
+def test_a_sessions_snapshot_is_imported_and_exported_from_the_shell(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    settings = Settings()
+
+    async def seed(svc: Service) -> None:
+        now = time.time()
+        record = SessionRecord("t1", "s1", "ada", "chromium", now, now)
+        who = Principal("t1", "ada", "admin")
+
+        async def body() -> dict[str, Any]:
+            await svc._load("t1", "s1")
+            await svc._put(record)
+            return {}
+
+        await svc._seam(who, "s1", "seed", {}, body)
+
+    on_service(settings, seed)
+    source = tmp_path / "state.json"
+    source.write_text(json.dumps(STATE), encoding="utf-8")
+    code, _, err = run("import", "--from", str(source), "--session", "s1", "--tenant", "t1")
+    assert code == 0, err
+    receipt = json.loads(Path(f"{source}.s1.receipt.json").read_text(encoding="utf-8"))
+    assert receipt["output"] == {"session": "s1"}
+    out_file = tmp_path / "back.json"
+    code, _, err = run("export", "--session", "s1", "--to", str(out_file), "--tenant", "t1")
+    assert code == 0, err
+    back = json.loads(out_file.read_text(encoding="utf-8"))
+    assert [(c["name"], c["value"]) for c in back["cookies"]] == [("sessionid", SID)]
+    elsewhere = tmp_path / "theirs.json"
+    code, _, err = run("export", "--session", "s1", "--to", str(elsewhere), "--tenant", "t2")
+    assert code == 2 and "no session named 's1'" in err and not elsewhere.exists()
