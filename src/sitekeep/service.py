@@ -40,6 +40,7 @@ from sitekeep.browser.restore import restore
 from sitekeep.browser.save import PARTITIONED, lost_reason, save_read, settle_jar
 from sitekeep.browser.useragent import changed_warning, current_user_agent, override_user_agent
 from sitekeep.config import Settings
+from sitekeep.cookies import cookie_host
 from sitekeep.errors import (
     CapacityExceeded,
     Conflict,
@@ -1079,16 +1080,23 @@ class Service:
         return {"now": self._clock(), "profiles": [self._profile(r, who) for r in rows]}
 
     async def get_profile(self, who: Principal, ident: str) -> dict[str, Any]:
-        """One profile and its site data by host, counts only (never a value).
+        """One profile and its site data by host: counts and cookie names, never a value
+        (SPEC §9: what someone who may only use a shared profile sees).
 
         Raises:
             NotFound, Forbidden: the gate (``read``).
         """
         loaded = await self.profiles.load(who, ident, "read")
-        rows = sitedata.host_rows(loaded.site_data, ())
+        cookies = loaded.site_data.cookies
         sites = [
-            {"site": r.site, "cookies": r.cookies, "local": r.local, "session": r.session}
-            for r in rows
+            {
+                "site": r.site,
+                "cookies": r.cookies,
+                "cookie_names": sorted({c.name for c in cookies if cookie_host(c) == r.site}),
+                "local": r.local,
+                "session": r.session,
+            }
+            for r in sitedata.host_rows(loaded.site_data, ())
         ]
         return {**self._profile(loaded.row, who), "sites": sites}
 

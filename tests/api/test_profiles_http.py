@@ -189,7 +189,8 @@ async def test_a_profile_is_created_private_listed_with_its_freshness_and_shared
     assert shown["cookie_domains"] == ["app.example.test", "example.test"]
     assert shown["expires_at"] == FAR and shown["status"] == "fresh"
     one = (await clients.call("creator", "GET", f"/v1/profiles/{ident}")).json()
-    assert {"site": "app.example.test", "cookies": 1, "local": 1, "session": 0} in one["sites"]
+    app = {"site": "app.example.test", "cookies": 1, "local": 1, "session": 0}
+    assert {**app, "cookie_names": ["sessionid"]} in one["sites"]
     patched = await clients.call(
         "creator", "PATCH", f"/v1/profiles/{ident}", {"visibility": "workspace", "country": "DE"}
     )
