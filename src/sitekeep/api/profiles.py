@@ -59,6 +59,16 @@ class CaptureBody(_Body):
 
 
 FormatQuery = Annotated[str, Query(alias="format")]
+_FILE_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"type": "object"}},
+            "text/plain": {"schema": {"type": "string"}},
+        },
+    }
+}
+"""A storage state JSON or a cookies.txt file, as the body of a PUT …/storage-state."""
 
 router = APIRouter(prefix="/v1/profiles", tags=["profiles"])
 
@@ -101,7 +111,7 @@ async def capture_profile(ident: str, body: CaptureBody, who: Who, svc: Svc) -> 
     return await svc.capture_profile(who, ident, body.session, selection)
 
 
-@router.put("/{ident}/storage-state")
+@router.put("/{ident}/storage-state", openapi_extra=_FILE_BODY)
 async def import_profile_state(
     ident: str, request: Request, who: Who, svc: Svc, fmt: FormatQuery | None = None
 ) -> JSON:
@@ -129,7 +139,7 @@ async def state_preview(key: str, who: Who, svc: Svc) -> JSON:
     return await svc.state_preview(who, key)
 
 
-@sessions_router.put("/{key}/storage-state")
+@sessions_router.put("/{key}/storage-state", openapi_extra=_FILE_BODY)
 async def import_session_state(
     key: str, request: Request, who: Who, svc: Svc, fmt: FormatQuery | None = None
 ) -> JSON:
