@@ -19,6 +19,9 @@ from rich.console import Console
 from sitekeep import __version__
 from sitekeep.cli_interop import export_command, import_command
 from sitekeep.cli_journal import journal_app
+from sitekeep.cli_keys import keys_app
+from sitekeep.cli_profiles import profile_app
+from sitekeep.cli_proxies import proxy_app
 from sitekeep.cli_secrets import secret_app
 from sitekeep.config import Settings
 from sitekeep.errors import SitekeepError, Unauthorized
@@ -38,6 +41,9 @@ db_app = typer.Typer(help="The SQL database's schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(secret_app, name="secret")
 app.add_typer(journal_app, name="journal")
+app.add_typer(profile_app, name="profile")
+app.add_typer(proxy_app, name="proxy")
+app.add_typer(keys_app, name="keys")
 app.command("import")(import_command)
 app.command("export")(export_command)
 console = Console(soft_wrap=True)

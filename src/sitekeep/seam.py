@@ -49,6 +49,7 @@ from sitekeep import sitedata
 from sitekeep.browser.indexeddb import NOT_CARRIED, read_databases
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.manager import BrowserManager
+from sitekeep.browser.proxy import ProxySettings
 from sitekeep.browser.restore import restore
 from sitekeep.browser.save import PARTITIONED, lost_reason, save_read, settle_jar
 from sitekeep.browser.useragent import changed_warning, current_user_agent, override_user_agent
@@ -56,6 +57,8 @@ from sitekeep.config import Settings
 from sitekeep.errors import (
     CapacityExceeded,
     Conflict,
+    Forbidden,
+    InvalidInput,
     JournalConflict,
     JournalUnavailable,
     NotFound,
@@ -80,6 +83,8 @@ from sitekeep.model import (
 )
 from sitekeep.operations import HANDLERS, Context, Done
 from sitekeep.policy import check_key
+from sitekeep.profiles import Profiles
+from sitekeep.proxies import Proxies
 from sitekeep.secrets import SecretInfo
 from sitekeep.stores import SessionLocks, SessionStore
 from sitekeep.stores.base import ClosedReason, Run, RunLedger
@@ -280,7 +285,8 @@ class Session:
             return self.browser
         record = self.require()
         if record.browser is not None:
-            live = await self.seam.attach(record.browser)
+            proxy = await self.seam.proxy_of(record, gone=None)
+            live = await self.seam.attach(record.browser, proxy)
             if live is not None:
                 self.browser = live
                 return live
@@ -522,6 +528,8 @@ class Seam:
         browsers: BrowserManager,
         vault: Vault,
         journal: Journal,
+        profiles: Profiles,
+        proxies: Proxies,
         replica: str,
         own_origins: Callable[[], list[str]],
         clock: Callable[[], float] = time.time,
@@ -534,6 +542,8 @@ class Seam:
         self.browsers = browsers
         self.vault = vault
         self.journal = journal
+        self.profiles = profiles
+        self.proxies = proxies
         self.replica = replica
         self.own_origins = own_origins
         self.clock = clock
@@ -693,18 +703,27 @@ class Seam:
     # -- browsers -------------------------------------------------------------------------
 
     async def new_browser(
-        self, record: SessionRecord, *, land: str | None, restore_data: bool
+        self,
+        record: SessionRecord,
+        *,
+        land: str | None,
+        restore_data: bool,
+        preset: SiteData | None = None,
     ) -> tuple[LiveBrowser, dict[str, Any] | None]:
         """A new browser for the session, its run in the ledger: reserved under the caps
         before the browser starts, and where it runs recorded before anything loads in it.
+        It runs through the session's proxy (SPEC §14); ``preset`` (a profile's site data)
+        is restored instead of the session's snapshot.
 
         Raises:
             CapacityExceeded: a cap is reached; no browser was started.
             StoreUnavailable: the ledger cannot be reached; no browser is left running.
+            InvalidInput: ``country`` — the session's proxy left the pool.
         """
+        proxy = await self.proxy_of(record)
         run = await self._reserve(record)
         try:
-            live = await self.browsers.start(record.kind, insecure=record.insecure)
+            live = await self.browsers.start(record.kind, insecure=record.insecure, proxy=proxy)
         except BaseException:
             await self.ledger(self.runs.close_run(run.id, at=self.clock(), reason="crashed"))
             raise
@@ -714,7 +733,7 @@ class Seam:
             await self.release(live.ref, "crashed")
             raise
         try:
-            return live, await self._fill_new_browser(live, record, land, restore_data)
+            return live, await self._fill_new_browser(live, record, land, restore_data, preset)
         except BaseException:
             # No record names this browser yet: a failed first load (an unsafe port, a
             # page slower than the navigation timeout) would leave it running unowned.
@@ -761,13 +780,40 @@ class Seam:
             )
         return run
 
-    async def attach(self, ref: BrowserRef) -> LiveBrowser | None:
+    async def attach(
+        self, ref: BrowserRef, proxy: ProxySettings | None = None
+    ) -> LiveBrowser | None:
         """The live browser ``ref`` names, or None — then its run is closed as crashed
-        (a no-op when a close or the reaper came first)."""
-        live = await self.browsers.attach(ref)
+        (a no-op when a close or the reaper came first). ``proxy``: the one it runs
+        through, whose credentials a new BiDi connection answers again."""
+        live = await self.browsers.attach(ref, proxy=proxy)
         if live is None:
             await self.ledger(self.runs.close(ref.session_id, at=self.clock(), reason="crashed"))
         return live
+
+    async def proxy_of(
+        self, record: SessionRecord, *, gone: type[InvalidInput] | None = InvalidInput
+    ) -> ProxySettings | None:
+        """The proxy the session's browsers run through (SPEC §14), credentials included;
+        None without one.
+
+        Raises:
+            InvalidInput: ``country`` — the proxy left the pool (None with ``gone=None``:
+                a live browser keeps its routing).
+        """
+        if record.proxy is None:
+            return None
+        try:
+            row = await self.proxies.get(record.tenant, record.proxy)
+        except NotFound:
+            if gone is None:
+                return None
+            raise gone(
+                f"proxy {record.proxy!r} of this session left the pool: open it again with "
+                "a country",
+                field="country",
+            ) from None
+        return await self.proxies.settings(row)
 
     async def release(self, ref: BrowserRef, reason: ClosedReason) -> None:
         """End a browser, then close its run: the browser is released first, and a ledger
@@ -783,11 +829,22 @@ class Seam:
             log.warning("the run ledger missed a close: %s", exc.message)
 
     async def _fill_new_browser(
-        self, live: LiveBrowser, record: SessionRecord, land: str | None, restore_data: bool
+        self,
+        live: LiveBrowser,
+        record: SessionRecord,
+        land: str | None,
+        restore_data: bool,
+        preset: SiteData | None = None,
     ) -> dict[str, Any] | None:
+        """Restore the session's snapshot (or ``preset``: a profile's site data) into a
+        new browser, then land; the restore report, or None when nothing was written."""
         snapshot = None
-        if restore_data and not record.insecure:
-            snapshot = await self.load_snapshot(record.tenant, record.key)
+        if not record.insecure:  # restored cookies must never meet a man in the middle
+            snapshot = preset
+            if snapshot is None and restore_data:
+                snapshot = await self.load_snapshot(record.tenant, record.key)
+            if snapshot is None and restore_data and record.profile is not None:
+                snapshot = await self._profile_data(record)
         if snapshot is None:
             if land:
                 await live.navigate(land)
@@ -801,6 +858,16 @@ class Seam:
         if warnings:
             result["warnings"] = warnings
         return result
+
+    async def _profile_data(self, record: SessionRecord) -> SiteData | None:
+        """The site data of the profile the session was opened from, for a browser of a
+        session that has saved none of its own yet — if its owner may still use it."""
+        assert record.profile is not None
+        owner = Principal(record.tenant, record.owner, "member")
+        try:
+            return (await self.profiles.load(owner, record.profile, "use")).site_data
+        except (NotFound, Forbidden):
+            return None  # deleted, or no longer shared: the session starts signed out
 
     async def user_agent(
         self, live: LiveBrowser, record: SessionRecord, snapshot: SiteData
@@ -838,6 +905,28 @@ class Seam:
             The result ``{saved: {cookies, sites, skipped, spare_reads}, uri}``, where the
             browser is, and the counts for the journal's ``saved`` mark.
         """
+        read = await self.read_site_data(record, browser, full=full, indexed_db=indexed_db)
+        snapshot, skipped, order = read.snapshot, read.skipped, read.order
+        await self.put_snapshot(record.tenant, record.key, snapshot)
+        saved = {
+            "cookies": len(snapshot.cookies),
+            "sites": [o for o in order if o in snapshot.origins]
+            + sorted(set(snapshot.origins) - set(order)),
+            "skipped": [s.as_json() for s in skipped],
+            "spare_reads": read.spare_reads,
+        }
+        counts = {
+            "cookies": len(snapshot.cookies),
+            "sites": len(snapshot.origins),
+            "skipped": len(skipped),
+        }
+        return {"saved": saved, "uri": site_data_uri(record.key)}, read.page, counts
+
+    async def read_site_data(
+        self, record: SessionRecord, browser: LiveBrowser, *, full: bool, indexed_db: bool
+    ) -> SiteDataRead:
+        """What a save would store — composed over the session's snapshot — and what it
+        left out; nothing is written (a profile capture keeps it elsewhere, SPEC §9)."""
         page = await browser.page_info()
         current = hist.origin_of(page.url)
         order = ([current] if current else []) + [
@@ -871,20 +960,20 @@ class Seam:
             skipped.extend(Skipped(o, NOT_CARRIED) for o in order if o in read.idb_origins)
         skipped.extend(Skipped(o, PARTITIONED) for o in read.partitioned)
         skipped.extend(lost_reason(c) for c in read.lost_cookies)
-        await self.put_snapshot(record.tenant, record.key, snapshot)
-        saved = {
-            "cookies": len(snapshot.cookies),
-            "sites": [o for o in order if o in snapshot.origins]
-            + sorted(set(snapshot.origins) - set(order)),
-            "skipped": [s.as_json() for s in skipped],
-            "spare_reads": read.spare_reads,
-        }
-        counts = {
-            "cookies": len(snapshot.cookies),
-            "sites": len(snapshot.origins),
-            "skipped": len(skipped),
-        }
-        return {"saved": saved, "uri": site_data_uri(record.key)}, page, counts
+        return SiteDataRead(snapshot, skipped, order, read.spare_reads, page)
+
+
+@dataclass(frozen=True, slots=True)
+class SiteDataRead:
+    """A read of the browser's site data composed over the session's snapshot: the
+    snapshot a save would store, what it left out, the origins in visit order, how many
+    were read through the spare tab, and where the browser is."""
+
+    snapshot: SiteData
+    skipped: list[Skipped]
+    order: list[str]
+    spare_reads: int
+    page: PageInfo
 
 
 def site_data_uri(key: str) -> str:

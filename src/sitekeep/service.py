@@ -28,10 +28,12 @@ from sitekeep import history as hist
 from sitekeep import reaping, sitedata
 from sitekeep.admin import Admin
 from sitekeep.auth import Authenticator
+from sitekeep.browser.docs import read_cookies
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.manager import BrowserManager
 from sitekeep.browser.useragent import override_user_agent
 from sitekeep.config import Settings
+from sitekeep.cookies import cookie_host
 from sitekeep.errors import (
     Forbidden,
     InvalidInput,
@@ -41,23 +43,39 @@ from sitekeep.errors import (
     StoreUnavailable,
 )
 from sitekeep.flows import run_steps
+from sitekeep.interop import FORMATS, Format, export_site_data, import_text
 from sitekeep.journal import Journal, JournalKey, open_journal
 from sitekeep.model import (
     BrowserKind,
+    Cookie,
     Principal,
     Role,
     SessionRecord,
     SiteData,
 )
 from sitekeep.policy import check_key, check_url
+from sitekeep.profiles import Loaded, Profiles, captured, first_site, profile_json
+from sitekeep.proxies import Proxies, proxy_json
 from sitekeep.seam import Seam, Session, site_data_uri, well_formed
 from sitekeep.secrets import SecretInfo
+from sitekeep.state_preview import state_preview
 from sitekeep.steps import SaveArgs, parse_args, parse_steps
 from sitekeep.stores import SessionLocks, SessionStore, open_database, open_sessions
-from sitekeep.stores.base import ClosedReason, Run, RunLedger, SecretStore, TokenStore
+from sitekeep.stores.base import (
+    ClosedReason,
+    ProfileRow,
+    ProfileStore,
+    ProxyRow,
+    ProxyStore,
+    Run,
+    RunLedger,
+    SecretStore,
+    TokenStore,
+)
 from sitekeep.stores.cipher import Cipher, KeyFile
 from sitekeep.stores.database import Database
 from sitekeep.stores.health import database_health, session_store_health
+from sitekeep.stores.profiles import SqlProfileStore, SqlProxyStore
 from sitekeep.stores.runs import SqlRunLedger
 from sitekeep.stores.secrets import SqlSecretStore
 from sitekeep.stores.tokens import SqlTokenStore
@@ -84,6 +102,8 @@ class Stores:
     tokens: TokenStore
     secrets: SecretStore
     runs: RunLedger
+    profiles: ProfileStore
+    proxies: ProxyStore
 
     @classmethod
     def open(cls, settings: Settings, clock: Callable[[], float] = time.time) -> Stores:
@@ -108,6 +128,8 @@ class Stores:
             SqlTokenStore(database),
             SqlSecretStore(database),
             SqlRunLedger(database),
+            SqlProfileStore(database),
+            SqlProxyStore(database),
         )
 
     async def aclose(self) -> None:
@@ -139,6 +161,10 @@ class Service:
         self.replica = f"{socket.gethostname()}:{os.getpid()}"
         self.journal = journal or open_journal(settings)
         """Every session's journal (SPEC §8)."""
+        self.profiles = Profiles(stores.profiles, cipher, clock)
+        """The profile use cases (SPEC §9), each behind the one gate (``profiles.gate``)."""
+        self.proxies = Proxies(stores.proxies, self.secrets, clock)
+        """The tenant's proxy pool (SPEC §14)."""
         self.seam = Seam(
             settings,
             store=stores.sessions,
@@ -148,6 +174,8 @@ class Service:
             browsers=browsers,
             vault=self.secrets,
             journal=self.journal,
+            profiles=self.profiles,
+            proxies=self.proxies,
             replica=self.replica,
             own_origins=self.own_origins,
             clock=clock,
@@ -217,6 +245,19 @@ class Service:
 
         return await self.seam.call(who, key, run, inspect=False)
 
+    def session_held(self, tenant: str, key: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """The session's lock held for a block (key rotation reseals a snapshot so).
+
+        Raises:
+            SessionBusy: not acquired within ``SITEKEEP_LOCK_WAIT``.
+        """
+        return self._held(tenant, key)
+
+    @property
+    def cipher(self) -> Cipher:
+        """The cipher every blob is sealed with (its key ring follows the key file)."""
+        return self._cipher
+
     @staticmethod
     def _site_data_uri(key: str) -> str:
         return site_data_uri(key)
@@ -246,6 +287,10 @@ class Service:
         ``keep_user_agent`` (kept for the session's later browsers; None leaves it as it
         is) runs the browser under the User-Agent the snapshot was saved under; a restore
         under another one warns ``{type: "user_agent_changed"}`` in ``site_data.warnings``.
+        ``profile`` (an id ``who`` may use, SPEC §9) starts a new browser with the
+        profile's site data restored before it lands (on ``url``, else the last page,
+        else the profile's first site); ``site_data.profile`` names it. Later saves of
+        the session do not write back into the profile.
 
         Returns:
             ``{key, url, title, site_data?, hint?}``.
@@ -256,14 +301,18 @@ class Service:
         """
         key = check_key(key) if key is not None else secrets.token_hex(6)
         kind = self._kind(browser)
-        for name, value in (("profile", profile), ("country", country)):
-            if value is not None:
-                raise InvalidInput(f"{name} is not available yet", field=name)
+        # The gate first: a profile one may not use is refused before anything else.
+        loaded = await self.profiles.load(who, profile, "use") if profile is not None else None
+        if country is None and loaded is not None:
+            country = loaded.row.country  # a profile signs in from where it was captured
+        route = await self.proxies.choose(who.tenant, country) if country is not None else None
         if url is not None:
             url = check_url(url, own_origins=self.own_origins())
         args = {
             "browser": kind,
             "url": hist.trim_url(url) if url else None,
+            "profile": profile,
+            "country": route.country if route else None,
             "restore_site_data": restore_site_data,
             "fresh": fresh,
             "insecure": insecure,
@@ -279,9 +328,11 @@ class Service:
                     kind is not None,
                     url,
                     restore_site_data=restore_site_data,
-                    fresh=fresh,
+                    fresh=fresh or loaded is not None,
                     insecure=insecure,
                     keep_user_agent=keep_user_agent,
+                    profile=loaded,
+                    route=route,
                 )
             except SitekeepError as exc:
                 await s.finish(begun, exc, looked=False)
@@ -303,6 +354,8 @@ class Service:
         fresh: bool,
         insecure: bool,
         keep_user_agent: bool | None = None,
+        profile: Loaded | None = None,
+        route: ProxyRow | None = None,
     ) -> dict[str, Any]:
         now = self._clock()
         who, key = s.who, s.key
@@ -319,18 +372,32 @@ class Service:
             forgotten = await self._forget_snapshot(who.tenant, key)
             await s.mark("forgotten", detail={"hosts": forgotten})
             result["site_data"] = {"forgotten": forgotten}
-        live = await self._reusable(record, kind if kind_given else record.kind, insecure, fresh)
+        rerouted = route is not None and route.name != record.proxy
+        live = await self._reusable(
+            record, kind if kind_given else record.kind, insecure, fresh or rerouted
+        )
         record = replace(record, kind=kind if kind_given else record.kind, insecure=insecure)
+        if route is not None:
+            record = replace(record, country=route.country, proxy=route.name)
         if keep_user_agent is not None:
             record = replace(record, keep_user_agent=keep_user_agent)
+        if profile is not None:
+            record = replace(record, profile=profile.row.id)
         if live is None:
+            preset = profile.site_data if profile is not None else None
             live, report = await self.seam.new_browser(
-                record, land=url or record.url, restore_data=restore_site_data
+                record,
+                land=url or record.url or (first_site(preset) if preset else None),
+                restore_data=restore_site_data,
+                preset=preset,
             )
             s.browser = live
             await s.journal_new_browser("opened", report)
             if report is not None:
                 result["site_data"] = report
+            if profile is not None:
+                named = {"id": profile.row.id, "name": profile.row.name}
+                result["site_data"] = {**result.get("site_data", {}), "profile": named}
         else:
             s.browser = live
             if keep_user_agent:
@@ -341,6 +408,8 @@ class Service:
                 await live.navigate(url)
         if insecure:
             result["hint"] = INSECURE_HINT
+        if record.proxy is not None:
+            result["proxy"] = {"name": record.proxy, "country": record.country}
         s.record = replace(record, browser=live.ref, reopened=None, refs=None)
         return result
 
@@ -350,7 +419,7 @@ class Service:
         """The live browser to keep using, or None (after closing one that cannot stay)."""
         if record.browser is None:
             return None
-        live = await self.seam.attach(record.browser)
+        live = await self.seam.attach(record.browser, await self.seam.proxy_of(record, gone=None))
         if live is None:
             return None
         if fresh or record.browser.kind != kind or record.browser.insecure != insecure:
@@ -483,11 +552,17 @@ class Service:
             BrowserUnavailable: BiDi is down; nothing was saved.
         """
         if profile is not None:
-            raise InvalidInput("profile is not available yet", field="profile")
+            await self.profiles.get(who, profile, "capture")  # the gate, before the browser
 
         async def body(s: Session) -> dict[str, Any]:
             s.save_full = full
-            return await s.end(await s.dispatch("save_site_data", SaveArgs(indexed_db=indexed_db)))
+            result = await s.dispatch("save_site_data", SaveArgs(indexed_db=indexed_db))
+            if profile is not None:
+                snapshot = await self._load_snapshot(who.tenant, key) or SiteData()
+                kept = captured(snapshot, None, self._clock())
+                row = await self.profiles.write(who, profile, kept)
+                result["profile"] = profile_json(row, who, self._clock())
+            return await s.end(result)
 
         return await self.seam.call(who, key, body)
 
@@ -498,7 +573,7 @@ class Service:
             ``{key, url, title, browser: {kind, live}, site_data: {saved_at, hosts}}``.
         """
         record = await self._require(who, key)
-        live = await self.browsers.attach(record.browser) if record.browser else None
+        live = await self._live(record)
         page = await live.page_info() if live is not None else None
         url = page.url if page else record.url
         withheld = url is not None and await self.seam.holds_secret(who.tenant, record, url)
@@ -547,8 +622,14 @@ class Service:
     async def live_browser(self, who: Principal, key: str) -> LiveBrowser | None:
         """The session's live browser as it is now (no reopen), or None: for tools that
         drive it directly — tests, and later the live view (SPEC §10)."""
-        record = await self._require(who, key)
-        return await self.browsers.attach(record.browser) if record.browser else None
+        return await self._live(await self._require(who, key))
+
+    async def _live(self, record: SessionRecord) -> LiveBrowser | None:
+        """The session's browser as it is now (no reopen), or None."""
+        if record.browser is None:
+            return None
+        proxy = await self.seam.proxy_of(record, gone=None)
+        return await self.browsers.attach(record.browser, proxy=proxy)
 
     async def record(self, who: Principal, key: str) -> SessionRecord:
         """The session record (history included) — the admin surface, not the agent's."""
@@ -626,6 +707,210 @@ class Service:
         masker = await self.seam.masker(who.tenant, record)
         return well_formed(masker.value({"key": key, **sitedata.host_view(snapshot, site)}))
 
+    # -- profiles (SPEC §9): the gate lives in ``self.profiles``; these join it to sessions
+
+    def _profile(self, row: ProfileRow, who: Principal) -> dict[str, Any]:
+        return profile_json(row, who, self._clock())
+
+    async def create_profile(
+        self, who: Principal, name: str, visibility: str = "private", country: str | None = None
+    ) -> dict[str, Any]:
+        """A new, empty profile created by ``who`` (``profiles.profile_json``).
+
+        Raises:
+            InvalidInput: a bad name, visibility or country; nothing stored.
+        """
+        row = await self.profiles.create(who, name, visibility=visibility, country=country)
+        return self._profile(row, who)
+
+    async def list_profiles(self, who: Principal) -> dict[str, Any]:
+        """``{now, profiles: [...]}``: ``who``'s own and the workspace's shared ones."""
+        rows = await self.profiles.list(who)
+        return {"now": self._clock(), "profiles": [self._profile(r, who) for r in rows]}
+
+    async def get_profile(self, who: Principal, ident: str) -> dict[str, Any]:
+        """One profile and its site data by host: counts and cookie names, never a value
+        (SPEC §9: what someone who may only use a shared profile sees).
+
+        Raises:
+            NotFound, Forbidden: the gate (``read``).
+        """
+        loaded = await self.profiles.load(who, ident, "read")
+        cookies = loaded.site_data.cookies
+        sites = [
+            {
+                "site": r.site,
+                "cookies": r.cookies,
+                "cookie_names": sorted({c.name for c in cookies if cookie_host(c) == r.site}),
+                "local": r.local,
+                "session": r.session,
+            }
+            for r in sitedata.host_rows(loaded.site_data, ())
+        ]
+        return {**self._profile(loaded.row, who), "sites": sites}
+
+    async def update_profile(
+        self, who: Principal, ident: str, changes: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Change a profile's ``name``, ``visibility`` or ``country``.
+
+        Raises:
+            InvalidInput: a bad value. NotFound, Forbidden: the gate (``update``).
+        """
+        return self._profile(await self.profiles.update(who, ident, changes), who)
+
+    async def capture_profile(
+        self,
+        who: Principal,
+        ident: str,
+        session: str,
+        cookies: Sequence[Mapping[str, object]] | None = None,
+    ) -> dict[str, Any]:
+        """Capture session ``session``'s site data into profile ``ident`` (SPEC §9): its
+        unexpired cookies (all, or those ``cookies`` names by ``{domain, name}``), the
+        localStorage of its origins and its sessionStorage. The session's own snapshot is
+        left as it was.
+
+        Returns:
+            ``{url, title, profile, captured: {cookies, sites}}``.
+
+        Raises:
+            NotFound, Forbidden: the gate (``capture``), or no such session.
+            InvalidInput: ``cookies`` — the selection matches no unexpired cookie;
+                nothing was written.
+        """
+        await self.profiles.get(who, ident, "capture")
+
+        args = {"profile": ident, "cookies": None if cookies is None else len(cookies)}
+
+        async def body(s: Session) -> dict[str, Any]:
+            record = s.require()
+            begun = await s.begin("capture_profile", args)
+            try:
+                browser = await s.live()
+                s.record = record = replace(
+                    s.require(), history=self.seam.bumped(record.history, s.pages)
+                )
+                s.pages = []
+                read = await self.seam.read_site_data(record, browser, full=False, indexed_db=False)
+                kept = captured(read.snapshot, cookies, self._clock())
+                row = await self.profiles.write(who, ident, kept)
+            except SitekeepError as exc:
+                await s.finish(begun, exc, looked=False)
+                raise
+            await s.landed(read.page)
+            await s.finish(begun, refs="reused")
+            done = {"cookies": len(kept.cookies), "sites": sorted(kept.origins)}
+            return await s.end({"profile": self._profile(row, who), "captured": done})
+
+        return await self.seam.call(who, session, body)
+
+    async def import_profile_state(
+        self,
+        who: Principal,
+        ident: str,
+        data: bytes,
+        fmt: str | None = None,
+        *,
+        strict: bool = False,
+    ) -> dict[str, Any]:
+        """Replace a profile's site data with a storage state JSON or cookies.txt file
+        (SPEC §15), normalised; expired cookies are never kept.
+
+        Returns:
+            ``{profile, report}`` — the report of what was changed or dropped, and why.
+
+        Raises:
+            InvalidInput: not UTF-8, not the format, a bad field (named); nothing written.
+            NotFound, Forbidden: the gate (``capture``).
+        """
+        await self.profiles.get(who, ident, "capture")
+        form = _interop_format(fmt, optional=True)
+        imported = import_text(_utf8(data), form, self._clock(), strict=strict)
+        kept = captured(imported.site_data, None, self._clock())
+        row = await self.profiles.write(who, ident, kept)
+        return {"profile": self._profile(row, who), "report": imported.report.as_json()}
+
+    async def export_profile_state(
+        self, who: Principal, ident: str, fmt: str = "storage-state"
+    ) -> tuple[bytes, str]:
+        """A profile's site data as a file, and its media type — values, so only for
+        those who may manage the profile.
+
+        Raises:
+            InvalidInput: an unknown ``format``. NotFound, Forbidden: the gate.
+        """
+        form = _interop_format(fmt)
+        loaded = await self.profiles.load(who, ident, "capture")
+        return _exported(loaded.site_data, form)
+
+    # -- a session's state: preview and storage state (SPEC §9, §15) ------------------------
+
+    async def state_preview(self, who: Principal, key: str) -> dict[str, Any]:
+        """What the session holds now, for choosing what a profile keeps (SPEC §9): per
+        domain, cookie names, expiry, flags and the heuristic's ``selected``, and the
+        server's ``now`` — never a value. Read from the live browser (``source:
+        browser``), else from the saved snapshot (``source: snapshot``).
+
+        Raises:
+            NotFound: no such session.
+        """
+        record = await self._require(who, key)
+        live = await self._live(record)
+        if live is not None:
+            cookies: Sequence[Cookie] = await read_cookies(live)
+            source = "browser"
+        else:
+            snapshot = await self._load_snapshot(who.tenant, key)
+            cookies, source = (snapshot.cookies if snapshot else ()), "snapshot"
+        return {"key": key, "source": source, **state_preview(cookies, self._clock())}
+
+    async def import_session_state(
+        self,
+        who: Principal,
+        key: str,
+        data: bytes,
+        fmt: str | None = None,
+        *,
+        strict: bool = False,
+    ) -> dict[str, Any]:
+        """Replace the session's snapshot with a storage state JSON or cookies.txt file
+        (SPEC §15); its next new browser restores it (``open_session(fresh=true)``).
+
+        Returns:
+            ``{key, report}``.
+
+        Raises:
+            InvalidInput: a broken file (the field named); nothing written.
+            NotFound: no such session.
+        """
+        form = _interop_format(fmt, optional=True)
+        imported = import_text(_utf8(data), form, self._clock(), strict=strict)
+
+        async def body() -> dict[str, Any]:
+            await self._require(who, key)
+            await self._put_snapshot(who.tenant, key, imported.site_data)
+            return {"key": key, "report": imported.report.as_json()}
+
+        return await self._seam(who, key, "import_storage_state", {"format": fmt}, body)
+
+    async def export_session_state(
+        self, who: Principal, key: str, fmt: str = "storage-state"
+    ) -> tuple[bytes, str]:
+        """The session's saved snapshot as a file, and its media type (SPEC §15).
+
+        Raises:
+            InvalidInput: an unknown ``format``. NotFound: no such session.
+        """
+        form = _interop_format(fmt)
+        return _exported(await self.saved_site_data(who, key), form)
+
+    async def saved_site_data(self, who: Principal, key: str) -> SiteData:
+        """The session's saved snapshot, values and all (empty when none) — for the
+        owner's exports only. Raises: NotFound."""
+        await self._require(who, key)
+        return await self._load_snapshot(who.tenant, key) or SiteData()
+
     # -- tokens, secrets, runs: the facades reach the stores only through these -----------
 
     @staticmethod
@@ -689,6 +974,37 @@ class Service:
         self.require_admin(who, "managing secrets")
         if not await self.secrets.delete(who.tenant, name):
             raise NotFound("secret", name)
+
+    async def put_proxy(
+        self,
+        who: Principal,
+        name: str,
+        country: str,
+        url: str,
+        auth_secret: str | None = None,
+    ) -> dict[str, Any]:
+        """Create or replace a proxy of the caller's tenant (admin; SPEC §14).
+
+        Raises:
+            Forbidden: a member's token. InvalidInput: a bad field, named; nothing stored.
+        """
+        self.require_admin(who, "managing proxies")
+        return proxy_json(await self.proxies.put(who.tenant, name, country, url, auth_secret))
+
+    async def list_proxies(self, who: Principal) -> dict[str, Any]:
+        """``{proxies: [...], countries: [...]}`` of the caller's tenant."""
+        rows = await self.proxies.list(who.tenant)
+        countries = sorted({r.country for r in rows})
+        return {"proxies": [proxy_json(r) for r in rows], "countries": countries}
+
+    async def get_proxy(self, who: Principal, name: str) -> dict[str, Any]:
+        """One proxy. Raises: NotFound."""
+        return proxy_json(await self.proxies.get(who.tenant, name))
+
+    async def delete_proxy(self, who: Principal, name: str) -> None:
+        """Delete a proxy (admin). Raises: Forbidden, NotFound."""
+        self.require_admin(who, "managing proxies")
+        await self.proxies.delete(who.tenant, name)
 
     async def runs(
         self, who: Principal | None, *, open_only: bool = True, limit: int = 100
@@ -781,6 +1097,30 @@ class Service:
             await self._put(replace(record, browser=None))
         await self.seam.ledger(self.stores.runs.close_run(run.id, at=self._clock(), reason=reason))
         return reason
+
+
+def _utf8(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("the file is not UTF-8 text", field="body") from exc
+
+
+def _interop_format(fmt: str | None, *, optional: bool = False) -> Format | None:
+    if fmt is None and optional:
+        return None
+    for form in FORMATS:
+        if fmt == form:
+            return form
+    raise InvalidInput(f"format must be {' or '.join(FORMATS)}", field="format")
+
+
+_MEDIA = {"storage-state": "application/json", "cookies-txt": "text/plain; charset=utf-8"}
+
+
+def _exported(site_data: SiteData, fmt: Format | None) -> tuple[bytes, str]:
+    form: Format = fmt or "storage-state"
+    return export_site_data(site_data, form).data, _MEDIA[form]
 
 
 def _run_json(run: Run) -> dict[str, Any]:

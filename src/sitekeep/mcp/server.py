@@ -167,8 +167,10 @@ def _session_tools(
             "comes back signed in. fresh=true: close the open browser and start a new one "
             "(saved data is restored). insecure=true: accept bad TLS certificates; then "
             "nothing is restored and nothing deleted. restore_site_data=false: open without "
-            "the saved data AND delete it (why this tool is marked destructive). Returns "
-            "{key, url, title, site_data?}."
+            "the saved data AND delete it (why this tool is marked destructive). "
+            "profile=ID (from list_profiles): start a new browser signed in from that "
+            "profile. country=CODE: run the browser through the workspace's proxy of that "
+            "country. Returns {key, url, title, site_data?}."
         ),
     )
     @_guarded()
@@ -193,6 +195,12 @@ def _session_tools(
                 "(for sites that bind a sign-in to it); kept for this session."
             ),
         ] = None,
+        profile: Annotated[
+            str | None, Field(description="A profile's id (list_profiles) to sign in from.")
+        ] = None,
+        country: Annotated[
+            str | None, Field(description="Two-letter country code of the proxy to use.")
+        ] = None,
     ) -> JSON:
         return await service_of().open_session(
             principal_of(ctx),
@@ -203,6 +211,8 @@ def _session_tools(
             fresh=fresh,
             insecure=insecure,
             keep_user_agent=keep_user_agent,
+            profile=profile,
+            country=country,
         )
 
     @server.tool(
@@ -212,7 +222,9 @@ def _session_tools(
             "Save the browser's cookies, localStorage and sessionStorage of every site this "
             "session visited, replacing the last save. Call it once, right after signing in "
             "(again only after something else worth keeping); a later open_session restores "
-            "it, even after the browser closed. Returns counts and sites, never values."
+            "it, even after the browser closed. profile=ID also writes it into that profile "
+            "(its creator, or an admin for a shared one). Returns counts and sites, never "
+            "values."
         ),
     )
     @_guarded()
@@ -226,10 +238,28 @@ def _session_tools(
                 "such as Firebase Auth)."
             ),
         ] = False,
+        profile: Annotated[
+            str | None, Field(description="A profile's id to write the saved site data into.")
+        ] = None,
     ) -> JSON:
         return await service_of().save_site_data(
-            principal_of(ctx), session_of(ctx, key), indexed_db=indexed_db
+            principal_of(ctx), session_of(ctx, key), indexed_db=indexed_db, profile=profile
         )
+
+    @server.tool(
+        name="list_profiles",
+        annotations=ToolAnnotations(
+            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+        description=(
+            "The profiles this caller may open sessions from: its own and the workspace's "
+            "shared ones, each {id, name, visibility, country, cookie_domains, expires_at, "
+            "status: empty|fresh|expires_soon|expired}. Never values."
+        ),
+    )
+    @_guarded()
+    async def list_profiles(ctx: Ctx) -> JSON:
+        return await service_of().list_profiles(principal_of(ctx))
 
     @server.tool(
         name="close_session",
