@@ -88,14 +88,7 @@ class Admin:
             Forbidden: a member's token.
         """
         self._gate(who, "the admin sessions list")
-        svc = self._svc
-        records = []
-        for store_key in await svc._store.keys(svc._record_key(who.tenant, "")):
-            record = await svc._load(who.tenant, store_key.rsplit("/", 1)[-1])
-            if record is not None and record.tenant == who.tenant:
-                records.append(record)
-        records.sort(key=lambda r: r.last_used_at, reverse=True)
-        return [await self._row(r) for r in records]
+        return [await self._row(r) for r in await self._svc.records(who.tenant)]
 
     async def session(self, who: Principal, key: str) -> dict[str, Any]:
         """One session's row, as in :meth:`sessions`.

@@ -854,6 +854,70 @@ class Service:
         record = await self._require(who, key)
         return await self.browsers.attach(record.browser) if record.browser else None
 
+    async def sessions(self, who: Principal) -> list[dict[str, Any]]:
+        """The caller's tenant's sessions, most recently used first (``GET /v1/sessions``).
+        No browser is touched: ``browser.live`` says a browser is recorded for it.
+
+        Returns:
+            ``[{key, owner, url | url_withheld, browser: {kind, live}, created_at,
+            last_used_at}]``, times in seconds since the epoch.
+        """
+        return [await self._session_row(who, r) for r in await self.records(who.tenant)]
+
+    async def records(self, tenant: str) -> list[SessionRecord]:
+        """Every session record of ``tenant``, most recently used first."""
+        records = []
+        for store_key in await self._store.keys(self._record_key(tenant, "")):
+            record = await self._load(tenant, store_key.rsplit("/", 1)[-1])
+            if record is not None and record.tenant == tenant:
+                records.append(record)
+        records.sort(key=lambda r: r.last_used_at, reverse=True)
+        return records
+
+    async def _session_row(self, who: Principal, record: SessionRecord) -> dict[str, Any]:
+        url = record.url
+        withheld = url is not None and await self._holds_secret(who.tenant, record, url)
+        return {
+            "key": record.key,
+            "owner": record.owner,
+            **({"url_withheld": True} if withheld else {"url": url}),
+            "browser": {"kind": record.kind, "live": record.browser is not None},
+            "created_at": record.created_at,
+            "last_used_at": record.last_used_at,
+        }
+
+    async def webdriver(self, who: Principal, key: str) -> dict[str, Any]:
+        """Where the session's live browser answers, for a tool that attaches to it
+        (``GET /v1/sessions/{key}/webdriver``; W3C WebDriver §8 sessions, BiDi §7.1).
+
+        It hands the browser over — cookies and all — so only an admin of the tenant or
+        the session's owner may ask.
+
+        Returns:
+            ``{key, browser, webdriver_url, session_id, bidi_url, context}``: the
+            WebDriver server (``POST {webdriver_url}/session/{session_id}/…`` drives it),
+            the BiDi WebSocket URL, the main tab's browsing context id.
+
+        Raises:
+            NotFound: no such session. Forbidden: neither admin nor owner.
+            Conflict: the session has no live browser (open it first).
+        """
+        record = await self._require(who, key)
+        if who.role != "admin" and who.subject != record.owner:
+            raise Forbidden("only an admin or the session's owner may take over its browser")
+        live = await self._attach(record.browser) if record.browser is not None else None
+        if live is None or record.browser is None:
+            raise Conflict("the session has no live browser: open it first")
+        ref = record.browser
+        return {
+            "key": key,
+            "browser": ref.kind,
+            "webdriver_url": ref.endpoint,
+            "session_id": ref.session_id,
+            "bidi_url": ref.ws_url,
+            "context": ref.context,
+        }
+
     async def record(self, who: Principal, key: str) -> SessionRecord:
         """The session record (history included) — the admin surface, not the agent's."""
         return await self._require(who, key)

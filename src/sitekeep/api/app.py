@@ -154,6 +154,34 @@ def _routes(app: FastAPI) -> None:
     async def healthz() -> JSON:
         return {"ok": True, "version": __version__}
 
+    @app.get("/", tags=["ops"])
+    async def root() -> JSON:
+        """The service's name and version, and where to go from here (no token needed)."""
+        return {
+            "name": "sitekeep",
+            "version": __version__,
+            "links": {
+                "openapi": "/openapi.json",
+                "docs": "/docs",
+                "health": "/healthz",
+                "metrics": "/metrics",
+                "sessions": "/v1/sessions",
+                "mcp": "/mcp",
+                "admin": "/admin",
+            },
+        }
+
+    @app.get("/v1/sessions", tags=["sessions"])
+    async def list_sessions(who: Who, svc: Svc) -> JSON:
+        """The caller's tenant's sessions, most recently used first (no browser touched)."""
+        return {"sessions": await svc.sessions(who)}
+
+    @app.get("/v1/sessions/{key}/webdriver", tags=["sessions"])
+    async def webdriver(key: str, who: Who, svc: Svc) -> JSON:
+        """WebDriver URL, session id and BiDi URL of the session's live browser (admin or
+        the session's owner: it hands the signed-in browser over)."""
+        return await svc.webdriver(who, key)
+
     @app.post("/v1/sessions", tags=["sessions"])
     async def open_session(who: Who, svc: Svc, body: OpenBody | None = None) -> JSON:
         return await svc.open_session(who, **(body or OpenBody()).model_dump())

@@ -24,6 +24,7 @@ from sitekeep.errors import (
     SitekeepError,
     StoreUnavailable,
     Unauthorized,
+    Unreachable,
     error_json,
 )
 
@@ -41,6 +42,7 @@ STATUS: dict[type[SitekeepError], int] = {
     NavigationFailed: 502,
     StoreUnavailable: 503,
     BrowserUnavailable: 503,
+    Unreachable: 503,
 }
 
 
