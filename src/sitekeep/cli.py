@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import shutil
 import subprocess
@@ -62,11 +61,13 @@ def serve(
     import uvicorn
 
     from sitekeep.api.app import create_app
+    from sitekeep.logs import configure_logging
 
     settings = _settings().model_copy(update={"host": host, "port": port})
-    logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("selenium").setLevel(logging.WARNING)  # it logs whole frames at debug
-    uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level)
+    log_config = configure_logging(log_level, settings.log_format)
+    uvicorn.run(
+        create_app(settings), host=host, port=port, log_level=log_level, log_config=log_config
+    )
 
 
 @app.command("mcp")
@@ -75,14 +76,12 @@ def mcp_stdio(
 ) -> None:
     """Serve MCP over stdio for one agent: SITEKEEP_TOKEN says who it is, SITEKEEP_SESSION
     names the session of calls without a key (default "default")."""
+    from sitekeep.logs import configure_logging
     from sitekeep.mcp.stdio import serve_stdio
 
-    # stdout is the protocol: every log line goes to stderr.
-    logging.basicConfig(
-        stream=sys.stderr, level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
-    )
-    logging.getLogger("selenium").setLevel(logging.WARNING)  # it logs whole frames at debug
     settings = _settings()
+    # stdout is the protocol: every log line goes to stderr.
+    configure_logging(log_level, settings.log_format, stream=sys.stderr)
     token = os.environ.get("SITEKEEP_TOKEN", "").strip()
     if not token:
         err.print(

@@ -19,6 +19,7 @@ import re
 import secrets
 import socket
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -49,6 +50,7 @@ from sitekeep.errors import (
     StoreUnavailable,
 )
 from sitekeep.flows import run_steps
+from sitekeep.metrics import Metrics
 from sitekeep.model import (
     RECORD_JSON,
     BrowserKind,
@@ -155,6 +157,8 @@ class Service:
         self.replica = f"{socket.gethostname()}:{os.getpid()}"
         self.admin = Admin(self)
         """The admin use cases (SPEC §11), behind :meth:`require_admin`."""
+        self.metrics = Metrics()
+        """Counters and histograms for ``GET /metrics`` (SPEC §13)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Callable[[], float] = time.time) -> Service:
@@ -451,7 +455,8 @@ class Service:
                 await live.navigate(land)
             return None
         warnings = await self._user_agent(live, record, snapshot)
-        report = await restore(live, snapshot, land, now=self._clock())
+        with self.metrics.timed(self.metrics.restores):
+            report = await restore(live, snapshot, land, now=self._clock())
         warnings.extend(report.warnings)
         if not report.restored and not report.skipped and not warnings:
             return None
@@ -551,7 +556,9 @@ class Service:
                 keep_user_agent=keep_user_agent,
             )
 
-        return await self._seam(who, key, "open_session", args, body)
+        opened = await self._seam(who, key, "open_session", args, body)
+        self.metrics.opened.inc()
+        return opened
 
     async def _open_locked(
         self,
@@ -744,6 +751,10 @@ class Service:
     ) -> dict[str, Any]:
         """The save itself, inside a call: the pages the call reached so far go into the
         history first, so the save reads their storage too (SPEC §4 flows)."""
+        with self.metrics.timed(self.metrics.saves):
+            return await self._save_in(call, full=full, indexed_db=indexed_db)
+
+    async def _save_in(self, call: Call, *, full: bool, indexed_db: bool) -> dict[str, Any]:
         record = replace(
             call.record,
             history=hist.bump_many(
@@ -863,6 +874,17 @@ class Service:
             last_used_at}]``, times in seconds since the epoch.
         """
         return [await self._session_row(who, r) for r in await self.records(who.tenant)]
+
+    async def metrics_text(self) -> bytes:
+        """``GET /metrics``: the Prometheus text format, the gauges read now from the
+        session store (records) and the run ledger (live browsers of every replica).
+
+        Raises:
+            StoreUnavailable: a store cannot be reached.
+        """
+        sessions = len(await self._store.keys("session/"))
+        runs = await self.stores.runs.open_runs()
+        return self.metrics.render(sessions=sessions, browsers=Counter(r.browser for r in runs))
 
     async def records(self, tenant: str) -> list[SessionRecord]:
         """Every session record of ``tenant``, most recently used first."""

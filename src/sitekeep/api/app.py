@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 import anyio
 from fastapi import Body, Depends, FastAPI, Query, Request
+from fastapi.responses import PlainTextResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict
 
@@ -22,6 +23,7 @@ from sitekeep.api.errors import install_error_handlers
 from sitekeep.config import Settings
 from sitekeep.mcp import build_server
 from sitekeep.mcp.http import mcp_route, principal_from_request
+from sitekeep.metrics import CONTENT_TYPE
 from sitekeep.model import Principal
 from sitekeep.service import Service
 from sitekeep.steps import OPERATIONS
@@ -170,6 +172,11 @@ def _routes(app: FastAPI) -> None:
                 "admin": "/admin",
             },
         }
+
+    @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
+    async def metrics(svc: Svc) -> Response:
+        """Prometheus text format (no token: it holds counts only, never a key or value)."""
+        return Response(await svc.metrics_text(), media_type=CONTENT_TYPE)
 
     @app.get("/v1/sessions", tags=["sessions"])
     async def list_sessions(who: Who, svc: Svc) -> JSON:

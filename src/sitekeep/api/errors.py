@@ -54,8 +54,16 @@ def status_of(exc: SitekeepError) -> int:
     return 500
 
 
-async def _sitekeep_error(_: Request, exc: Exception) -> JSONResponse:
+def _count(request: Request, type_name: str) -> None:
+    service = getattr(request.app.state, "service", None)
+    metrics = getattr(service, "metrics", None)
+    if metrics is not None:
+        metrics.error(type_name)
+
+
+async def _sitekeep_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, SitekeepError)
+    _count(request, exc.type_name)
     status = status_of(exc)
     if status >= 500:
         log.warning("%s: %s", type(exc).__name__, exc.message)
@@ -63,8 +71,9 @@ async def _sitekeep_error(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"error": error_json(exc)}, status_code=status, headers=headers)
 
 
-async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
+    _count(request, InvalidInput.type_name)
     first = exc.errors()[0] if exc.errors() else {}
     if first.get("type") == "json_invalid":
         where = first.get("ctx", {}).get("error", "")
