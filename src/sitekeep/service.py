@@ -32,11 +32,10 @@ from sitekeep import history as hist
 from sitekeep import reaping, sitedata
 from sitekeep.admin import Admin
 from sitekeep.auth import Authenticator
-from sitekeep.browser.indexeddb import NOT_CARRIED, read_databases
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.manager import BrowserManager
 from sitekeep.browser.restore import restore
-from sitekeep.browser.save import PARTITIONED, lost_reason, save_read, settle_jar
+from sitekeep.browser.snapshot import read_snapshot
 from sitekeep.browser.useragent import changed_warning, current_user_agent, override_user_agent
 from sitekeep.config import Settings
 from sitekeep.errors import (
@@ -59,7 +58,6 @@ from sitekeep.model import (
     Role,
     SessionRecord,
     SiteData,
-    Skipped,
     dump_site_data,
     load_site_data,
 )
@@ -772,34 +770,18 @@ class Service:
         order = ([current] if current else []) + [
             e.origin for e in record.history if e.origin != current
         ]
-        read = await save_read(browser, order, deadline=self.settings.save_deadline, full=full)
-        databases: dict[str, list[dict[str, Any]]] | None = None
-        databases_failed: dict[str, str] = {}
-        if indexed_db:
-            databases, databases_failed = await read_databases(
-                browser, order, deadline=self.settings.save_deadline
-            )
         previous = await self._load_snapshot(record.tenant, record.key)
-        session = read.session if read.session_read or previous is None else previous.session
-        cookies = settle_jar(browser, read.cookies, previous.cookies if previous else ())
-        snapshot, skipped = sitedata.compose(
+        captured = await read_snapshot(
+            browser,
+            order,
             previous,
-            cookies=cookies,
-            read=read.local,
-            session=session,
-            not_read=read.not_read,
-            visit_order=order,
-            saved_at=self._clock(),
+            deadline=self.settings.save_deadline,
             cap=self.settings.snapshot_cap,
-            tabs=read.tabs,
-            user_agent=read.user_agent,
-            indexed_db=databases,
-            indexed_db_failed=databases_failed,
+            now=self._clock(),
+            full=full,
+            indexed_db=indexed_db,
         )
-        if not indexed_db:
-            skipped.extend(Skipped(o, NOT_CARRIED) for o in order if o in read.idb_origins)
-        skipped.extend(Skipped(o, PARTITIONED) for o in read.partitioned)
-        skipped.extend(lost_reason(c) for c in read.lost_cookies)
+        snapshot, skipped = captured.snapshot, captured.skipped
         await self._put_snapshot(record.tenant, record.key, snapshot)
         call.page = page
         saved = {
@@ -807,7 +789,7 @@ class Service:
             "sites": [o for o in order if o in snapshot.origins]
             + sorted(set(snapshot.origins) - set(order)),
             "skipped": [s.as_json() for s in skipped],
-            "spare_reads": read.spare_reads,
+            "spare_reads": captured.spare_reads,
         }
         return {"saved": saved, "uri": self._site_data_uri(record.key)}
 

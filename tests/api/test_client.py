@@ -4,6 +4,7 @@ the server's own exception classes."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 import sitekeep
@@ -89,6 +90,9 @@ async def test_webdriver_hands_the_browser_to_its_owner_only(api: Api, sites: Si
         assert where["session_id"] == record.browser.session_id
         assert where["webdriver_url"].startswith("http://127.0.0.1:")
         assert where["bidi_url"].startswith("ws://") and where["session_id"]
+        classic = f"{where['webdriver_url']}/session/{where['session_id']}/title"
+        async with httpx.AsyncClient() as http:  # W3C WebDriver §11.2 Get Title
+            assert (await http.get(classic)).json()["value"] == "App — signed out"
         with pytest.raises(Forbidden):
             await stranger.session("wd").webdriver()
         await mine.close_browser()
