@@ -53,8 +53,13 @@ def test_the_wheel_lists_both_browsers_drivers_and_metrics_as_runtime_dependenci
     assert not runtime & {"pytest", "playwright", "django", "hypothesis"}
 
 
-def test_the_wheel_installs_the_command(metadata: dict[str, list[str]]) -> None:
-    assert "sitekeep = sitekeep.cli:main" in metadata["entry_points"]
+def test_the_wheel_installs_the_command_and_the_pytest_plugin(
+    metadata: dict[str, list[str]],
+) -> None:
+    lines = metadata["entry_points"]
+    assert "sitekeep = sitekeep.cli:main" in lines
+    plugin = lines.index("sitekeep = sitekeep.pytest_plugin")
+    assert "[pytest11]" in lines[:plugin]
 
 
 def _make_dry_run(target: str) -> str:
