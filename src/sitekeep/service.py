@@ -513,13 +513,15 @@ class Service:
         A new browser — none live, ``fresh``, another kind or another certificate policy —
         gets the snapshot restored (unless ``restore_site_data`` is false or ``insecure``)
         before it lands on ``url`` or the last page. ``restore_site_data=false`` deletes
-        the snapshot (``{"forgotten": N}``, N hosts); the history stays.
+        the snapshot (``{"forgotten": N}``, N hosts) and starts a clean browser (a live
+        one, signed in, is closed); the history stays. A browser of another kind than
+        the session's last says so: ``switched_browser: {from, to}``.
         ``keep_user_agent`` (kept for the session's later browsers; None leaves it as it
         is) runs the browser under the User-Agent the snapshot was saved under; a restore
         under another one warns ``{type: "user_agent_changed"}`` in ``site_data.warnings``.
 
         Returns:
-            ``{key, url, title, site_data?, hint?}``.
+            ``{key, url, title, site_data?, switched_browser?, hint?}``.
 
         Raises:
             InvalidInput: a bad key, browser or URL, or an option not available yet.
@@ -583,8 +585,13 @@ class Service:
         result: dict[str, Any] = {"key": key}
         if not restore_site_data:
             result["site_data"] = {"forgotten": await self._forget_snapshot(who.tenant, key)}
-        live = await self._reusable(record, kind if kind_given else record.kind, insecure, fresh)
-        record = replace(record, kind=kind if kind_given else record.kind, insecure=insecure)
+        to = kind if kind_given else record.kind
+        if to != record.kind:
+            result["switched_browser"] = {"from": record.kind, "to": to}
+        # Forgetting the site data forgets the browser that holds it too: a clean one.
+        clean = fresh or not restore_site_data
+        live = await self._reusable(record, to, insecure, clean)
+        record = replace(record, kind=to, insecure=insecure)
         if keep_user_agent is not None:
             record = replace(record, keep_user_agent=keep_user_agent)
         if live is None:
