@@ -12,17 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from sitekeep.errors import SitekeepError
-from sitekeep.interop import FORMATS, Format
-from sitekeep.interop.files import convert_file
 
-__all__ = ["export_command", "import_command"]
+if TYPE_CHECKING:
+    from sitekeep.interop import Format
+
+__all__ = ["FORMATS", "export_command", "import_command"]
+
+FORMATS: tuple[Format, ...] = ("storage-state", "cookies-txt")
+"""``sitekeep.interop.FORMATS``, written here so ``--help`` needs no import of the
+converters (a unit test holds the two equal)."""
 
 _EXTENSIONS: dict[str, Format] = {".json": "storage-state", ".txt": "cookies-txt"}
 
@@ -42,7 +45,7 @@ SourceFormat = Annotated[
 ]
 ReceiptOption = Annotated[
     Path | None,
-    typer.Option(help="Where the receipt goes (default: <output>.receipt.json)."),
+    typer.Option(help="Where the receipt goes (default: the output file name + .receipt.json)."),
 ]
 Strict = Annotated[
     bool, typer.Option("--strict", help="Refuse instead of dropping any cookie or origin.")
@@ -70,6 +73,9 @@ def _source_format(value: str | None) -> Format | None:
 
 
 def _summary(done: dict[str, Any], receipt_path: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console()
     table = Table(
         "", "read", "carried", title=f"{done['source']['path']} → {done['output']['path']}"
@@ -94,6 +100,8 @@ def _convert(
     receipt: Path | None,
     strict: bool,
 ) -> None:
+    from sitekeep.interop.files import convert_file
+
     to = _format(fmt, output, "--format")
     receipt_path = receipt or Path(f"{output}.receipt.json")
     try:
