@@ -14,6 +14,7 @@ Routes::
     DELETE /admin/sessions/{key}/site-data        Clear: {key, gone: [hosts]}
     GET    /admin/sessions/{key}/site-data/{site} one host in full, httpOnly values "•••"
     DELETE /admin/sessions/{key}/site-data/{site} Forget: {key, site, gone, hosts}
+    GET    /admin/sessions/{key}/journal?after=&limit=  {key, rows, next}: the timeline
     GET    /admin/tokens                          {tokens: [{id, tenant, subject, role,
                                                   created_at}]} — never a token
     DELETE /admin/tokens/{id}                     revoke: {revoked: {id, …}}; its UI
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 
 from sitekeep.api.app import Svc, Who
 from sitekeep.model import Principal
@@ -99,3 +100,16 @@ async def admin_revoke_token(id_: str, who: AdminWho, svc: Svc) -> JSON:
     """Revoke one of the tenant's tokens: it stops authenticating, and the admin UI
     sign-ins made with it end. 404 for another tenant's token or an unknown id."""
     return {"revoked": (await svc.admin.revoke_token(who, id_)).as_json()}
+
+
+@router.get("/sessions/{key}/journal")
+async def admin_journal(
+    key: str,
+    who: AdminWho,
+    svc: Svc,
+    after: Annotated[str | None, Query(max_length=64)] = None,
+    limit: Annotated[int, Query()] = 100,
+) -> JSON:
+    """The session's journal as a timeline (SPEC §8): operation, redacted arguments,
+    outcome, url and duration per row, oldest first; ``next`` pages on (None at the end)."""
+    return await svc.admin.journal(who, key, after=after, limit=limit)
