@@ -75,6 +75,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 import sitekeep.browser.manager as manager_mod  # noqa: E402
+import sitekeep.browser.snapshot as snapshot_mod  # noqa: E402
 import sitekeep.seam as seam_mod  # noqa: E402
 from fixtures.sites import Sites, start_sites  # noqa: E402
 from sitekeep import sitedata  # noqa: E402
@@ -534,7 +535,7 @@ class Tracer:
             (save_mod, "live_reads", "save: live reads (getTree + READ per context)"),
             (save_mod, "_spare_read", "save: spare tab loop (create..close)"),
             (save_mod, "_visit", "save:   spare visit (nav + getTree + READ)"),
-            (seam_mod, "save_read", "save: save_read"),
+            (snapshot_mod, "save_read", "save: save_read"),
             (seam_mod, "restore", "open: restore"),
             (LiveBrowser, "replace", "LiveBrowser.replace (location.replace + load)"),
             (LiveBrowser, "page_info", "LiveBrowser.page_info"),

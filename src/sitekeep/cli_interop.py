@@ -19,26 +19,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from sitekeep.cli_profiles import Actor, Member, acting
-from sitekeep.errors import Conflict, SitekeepError
-from sitekeep.interop import FORMATS, Format, Report, detect_format, export_site_data
-from sitekeep.interop.files import (
-    check_unchanged,
-    convert_file,
-    decode_text,
-    publish,
-    read_source,
-    receipt,
-)
-from sitekeep.model import Principal, SiteData
+from sitekeep.errors import SitekeepError
 
 if TYPE_CHECKING:
+    from sitekeep.interop import Format
+    from sitekeep.model import Principal, SiteData
     from sitekeep.service import Service
 
-__all__ = ["export_command", "import_command"]
+__all__ = ["FORMATS", "export_command", "import_command"]
+
+FORMATS: tuple[Format, ...] = ("storage-state", "cookies-txt")
+"""``sitekeep.interop.FORMATS``, written here so ``--help`` needs no import of the
+converters (a unit test holds the two equal)."""
 
 _EXTENSIONS: dict[str, Format] = {".json": "storage-state", ".txt": "cookies-txt"}
 
@@ -93,6 +87,9 @@ def _named(entry: dict[str, Any]) -> str:
 
 
 def _summary(done: dict[str, Any], receipt_path: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console()
     table = Table(
         "", "read", "carried", title=f"{_named(done['source'])} → {_named(done['output'])}"
@@ -117,6 +114,8 @@ def _convert(
     receipt: Path | None,
     strict: bool,
 ) -> None:
+    from sitekeep.interop.files import convert_file
+
     to = _format(fmt, output, "--format")
     receipt_path = receipt or Path(f"{output}.receipt.json")
     try:
@@ -198,6 +197,8 @@ def _end(
 
 
 def _publish_receipt(path: Path, done: dict[str, Any]) -> None:
+    from sitekeep.interop.files import publish
+
     try:
         publish(path, (json.dumps(done, indent=2, ensure_ascii=False) + "\n").encode())
     except SitekeepError as exc:
@@ -205,6 +206,8 @@ def _publish_receipt(path: Path, done: dict[str, Any]) -> None:
 
 
 def _check_free(path: Path) -> None:
+    from sitekeep.errors import Conflict
+
     if path.exists() or path.is_symlink():
         raise _fail(Conflict(f"{path} exists: a conversion never overwrites"))
 
@@ -214,6 +217,9 @@ def _into(
 ) -> None:
     """``import --from FILE --profile ID|--session KEY``: the file read carefully, the
     profile's site data or the session's snapshot replaced."""
+    from sitekeep.interop import Report, detect_format
+    from sitekeep.interop.files import check_unchanged, decode_text, read_source, receipt
+
     receipt_path = Path(os.path.abspath(receipt_path or f"{source_path}.{end.ident}.receipt.json"))
     _check_free(receipt_path)
     try:
@@ -245,6 +251,9 @@ def _into(
 
 def _out_of(end: _End, output: Path, fmt: str | None, receipt_path: Path | None) -> None:
     """``export --profile ID|--session KEY --to FILE``."""
+    from sitekeep.interop import export_site_data
+    from sitekeep.interop.files import publish, receipt
+
     to = _format(fmt, output, "--format")
     output = Path(os.path.abspath(output))
     receipt_path = Path(os.path.abspath(receipt_path or f"{output}.receipt.json"))

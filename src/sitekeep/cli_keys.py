@@ -18,10 +18,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from sitekeep.stores.cipher import KeyFile
-
 if TYPE_CHECKING:
     from sitekeep.service import Service
+    from sitekeep.stores.cipher import KeyFile
 
 __all__ = ["keys_app"]
 
@@ -70,9 +69,11 @@ def rotate(
     ] = False,
 ) -> None:
     """Reseal every secret, profile and snapshot under a new key."""
-    from sitekeep.cli import _settings, with_service
+    from sitekeep.cli import with_service
+    from sitekeep.cli_support import load_settings
+    from sitekeep.stores.cipher import KeyFile
 
-    settings = _settings()
+    settings = load_settings()
     keys = KeyFile(settings.key_file, settings.master_key)
     if keys.from_env:
         err.print("keys come from SITEKEEP_MASTER_KEY: resealing under the last one listed")

@@ -16,9 +16,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from sitekeep.model import Principal
-
 if TYPE_CHECKING:
+    from sitekeep.model import Principal
     from sitekeep.service import Service
 
 __all__ = ["Actor", "Member", "Tenant", "acting", "profile_app"]
@@ -35,6 +34,8 @@ Ident = Annotated[str, typer.Argument(help="The profile's id.")]
 
 def acting(tenant: str, subject: str, member: bool) -> Principal:
     """Who a profile command acts as."""
+    from sitekeep.model import Principal
+
     return Principal(tenant, subject, "member" if member else "admin")
 
 

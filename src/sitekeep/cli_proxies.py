@@ -13,9 +13,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from sitekeep.model import Principal
-
 if TYPE_CHECKING:
+    from sitekeep.model import Principal
     from sitekeep.service import Service
 
 __all__ = ["proxy_app"]
@@ -27,6 +26,8 @@ Name = Annotated[str, typer.Argument(help="The proxy's name.")]
 
 
 def _operator(tenant: str) -> Principal:
+    from sitekeep.model import Principal
+
     return Principal(tenant, "cli", "admin")
 
 

@@ -45,13 +45,11 @@ from msgspec import UNSET, UnsetType
 from pydantic import ValidationError
 
 from sitekeep import history as hist
-from sitekeep import sitedata
-from sitekeep.browser.indexeddb import NOT_CARRIED, read_databases
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.manager import BrowserManager
 from sitekeep.browser.proxy import ProxySettings
 from sitekeep.browser.restore import restore
-from sitekeep.browser.save import PARTITIONED, lost_reason, save_read, settle_jar
+from sitekeep.browser.snapshot import read_snapshot
 from sitekeep.browser.useragent import changed_warning, current_user_agent, override_user_agent
 from sitekeep.config import Settings
 from sitekeep.errors import (
@@ -69,6 +67,7 @@ from sitekeep.errors import (
 from sitekeep.journal import Journal, JournalKey, SessionState, fold, records
 from sitekeep.journal.records import Begin, MarkKind, Record, RefsStatus
 from sitekeep.masking import Masker
+from sitekeep.metrics import Metrics
 from sitekeep.model import (
     RECORD_JSON,
     BrowserRef,
@@ -548,6 +547,9 @@ class Seam:
         self.own_origins = own_origins
         self.clock = clock
         self._tracks: dict[JournalKey, Track] = {}
+        self.metrics = Metrics()
+        """Counters and histograms for ``GET /metrics`` (SPEC §13): saves and restores
+        are timed here, where every facade's call passes."""
 
     # -- the call -------------------------------------------------------------------------
 
@@ -850,7 +852,8 @@ class Seam:
                 await live.navigate(land)
             return None
         warnings = await self.user_agent(live, record, snapshot)
-        report = await restore(live, snapshot, land, now=self.clock())
+        with self.metrics.timed(self.metrics.restores):
+            report = await restore(live, snapshot, land, now=self.clock())
         warnings.extend(report.warnings)
         if not report.restored and not report.skipped and not warnings:
             return None
@@ -905,7 +908,8 @@ class Seam:
             The result ``{saved: {cookies, sites, skipped, spare_reads}, uri}``, where the
             browser is, and the counts for the journal's ``saved`` mark.
         """
-        read = await self.read_site_data(record, browser, full=full, indexed_db=indexed_db)
+        with self.metrics.timed(self.metrics.saves):
+            read = await self.read_site_data(record, browser, full=full, indexed_db=indexed_db)
         snapshot, skipped, order = read.snapshot, read.skipped, read.order
         await self.put_snapshot(record.tenant, record.key, snapshot)
         saved = {
@@ -932,35 +936,18 @@ class Seam:
         order = ([current] if current else []) + [
             e.origin for e in record.history if e.origin != current
         ]
-        read = await save_read(browser, order, deadline=self.settings.save_deadline, full=full)
-        databases: dict[str, list[dict[str, Any]]] | None = None
-        databases_failed: dict[str, str] = {}
-        if indexed_db:
-            databases, databases_failed = await read_databases(
-                browser, order, deadline=self.settings.save_deadline
-            )
         previous = await self.load_snapshot(record.tenant, record.key)
-        session = read.session if read.session_read or previous is None else previous.session
-        cookies = settle_jar(browser, read.cookies, previous.cookies if previous else ())
-        snapshot, skipped = sitedata.compose(
+        captured = await read_snapshot(
+            browser,
+            order,
             previous,
-            cookies=cookies,
-            read=read.local,
-            session=session,
-            not_read=read.not_read,
-            visit_order=order,
-            saved_at=self.clock(),
+            deadline=self.settings.save_deadline,
             cap=self.settings.snapshot_cap,
-            tabs=read.tabs,
-            user_agent=read.user_agent,
-            indexed_db=databases,
-            indexed_db_failed=databases_failed,
+            now=self.clock(),
+            full=full,
+            indexed_db=indexed_db,
         )
-        if not indexed_db:
-            skipped.extend(Skipped(o, NOT_CARRIED) for o in order if o in read.idb_origins)
-        skipped.extend(Skipped(o, PARTITIONED) for o in read.partitioned)
-        skipped.extend(lost_reason(c) for c in read.lost_cookies)
-        return SiteDataRead(snapshot, skipped, order, read.spare_reads, page)
+        return SiteDataRead(captured.snapshot, captured.skipped, order, captured.spare_reads, page)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ import os
 import secrets
 import socket
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -27,7 +28,7 @@ import anyio
 from sitekeep import history as hist
 from sitekeep import reaping, sitedata
 from sitekeep.admin import Admin
-from sitekeep.auth import Authenticator
+from sitekeep.auth import Authenticator, TokenInfo
 from sitekeep.browser.docs import read_cookies
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.manager import BrowserManager
@@ -35,6 +36,7 @@ from sitekeep.browser.useragent import override_user_agent
 from sitekeep.config import Settings
 from sitekeep.cookies import cookie_host
 from sitekeep.errors import (
+    Conflict,
     Forbidden,
     InvalidInput,
     NotFound,
@@ -183,6 +185,8 @@ class Service:
         """Where every browser-affecting call passes (``sitekeep.seam``)."""
         self.admin = Admin(self)
         """The admin use cases (SPEC §11), behind :meth:`require_admin`."""
+        self.metrics = self.seam.metrics
+        """Counters and histograms for ``GET /metrics`` (SPEC §13)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Callable[[], float] = time.time) -> Service:
@@ -283,7 +287,9 @@ class Service:
         A new browser — none live, ``fresh``, another kind or another certificate policy —
         gets the snapshot restored (unless ``restore_site_data`` is false or ``insecure``)
         before it lands on ``url`` or the last page. ``restore_site_data=false`` deletes
-        the snapshot (``{"forgotten": N}``, N hosts); the history stays.
+        the snapshot (``{"forgotten": N}``, N hosts) and starts a clean browser (a live
+        one, signed in, is closed); the history stays. A browser of another kind than
+        the session's last says so: ``switched_browser: {from, to}``.
         ``keep_user_agent`` (kept for the session's later browsers; None leaves it as it
         is) runs the browser under the User-Agent the snapshot was saved under; a restore
         under another one warns ``{type: "user_agent_changed"}`` in ``site_data.warnings``.
@@ -293,7 +299,7 @@ class Service:
         the session do not write back into the profile.
 
         Returns:
-            ``{key, url, title, site_data?, hint?}``.
+            ``{key, url, title, site_data?, switched_browser?, hint?}``.
 
         Raises:
             InvalidInput: a bad key, browser or URL, or an option not available yet.
@@ -341,7 +347,9 @@ class Service:
             await s.finish(begun, refs="invalidated")
             return await s.end(result)
 
-        return await self.seam.call(who, key, body)
+        opened = await self.seam.call(who, key, body)
+        self.metrics.opened.inc()
+        return opened
 
     async def _open_locked(
         self,
@@ -372,11 +380,14 @@ class Service:
             forgotten = await self._forget_snapshot(who.tenant, key)
             await s.mark("forgotten", detail={"hosts": forgotten})
             result["site_data"] = {"forgotten": forgotten}
+        to = kind if kind_given else record.kind
+        if to != record.kind:
+            result["switched_browser"] = {"from": record.kind, "to": to}
+        # Forgetting the site data forgets the browser that holds it too: a clean one.
         rerouted = route is not None and route.name != record.proxy
-        live = await self._reusable(
-            record, kind if kind_given else record.kind, insecure, fresh or rerouted
-        )
-        record = replace(record, kind=kind if kind_given else record.kind, insecure=insecure)
+        clean = fresh or not restore_site_data or rerouted
+        live = await self._reusable(record, to, insecure, clean)
+        record = replace(record, kind=to, insecure=insecure)
         if route is not None:
             record = replace(record, country=route.country, proxy=route.name)
         if keep_user_agent is not None:
@@ -630,6 +641,81 @@ class Service:
             return None
         proxy = await self.seam.proxy_of(record, gone=None)
         return await self.browsers.attach(record.browser, proxy=proxy)
+
+    async def sessions(self, who: Principal) -> list[dict[str, Any]]:
+        """The caller's tenant's sessions, most recently used first (``GET /v1/sessions``).
+        No browser is touched: ``browser.live`` says a browser is recorded for it.
+
+        Returns:
+            ``[{key, owner, url | url_withheld, browser: {kind, live}, created_at,
+            last_used_at}]``, times in seconds since the epoch.
+        """
+        return [await self._session_row(who, r) for r in await self.records(who.tenant)]
+
+    async def metrics_text(self) -> bytes:
+        """``GET /metrics``: the Prometheus text format, the gauges read now from the
+        session store (records) and the run ledger (live browsers of every replica).
+
+        Raises:
+            StoreUnavailable: a store cannot be reached.
+        """
+        sessions = len(await self._store.keys("session/"))
+        runs = await self.stores.runs.open_runs()
+        return self.metrics.render(sessions=sessions, browsers=Counter(r.browser for r in runs))
+
+    async def records(self, tenant: str) -> list[SessionRecord]:
+        """Every session record of ``tenant``, most recently used first."""
+        records = []
+        for store_key in await self._store.keys(self._record_key(tenant, "")):
+            record = await self._load(tenant, store_key.rsplit("/", 1)[-1])
+            if record is not None and record.tenant == tenant:
+                records.append(record)
+        records.sort(key=lambda r: r.last_used_at, reverse=True)
+        return records
+
+    async def _session_row(self, who: Principal, record: SessionRecord) -> dict[str, Any]:
+        url = record.url
+        withheld = url is not None and await self.seam.holds_secret(who.tenant, record, url)
+        return {
+            "key": record.key,
+            "owner": record.owner,
+            **({"url_withheld": True} if withheld else {"url": url}),
+            "browser": {"kind": record.kind, "live": record.browser is not None},
+            "created_at": record.created_at,
+            "last_used_at": record.last_used_at,
+        }
+
+    async def webdriver(self, who: Principal, key: str) -> dict[str, Any]:
+        """Where the session's live browser answers, for a tool that attaches to it
+        (``GET /v1/sessions/{key}/webdriver``; W3C WebDriver §8 sessions, BiDi §7.1).
+
+        It hands the browser over — cookies and all — so only an admin of the tenant or
+        the session's owner may ask.
+
+        Returns:
+            ``{key, browser, webdriver_url, session_id, bidi_url, context}``: the
+            WebDriver server (``POST {webdriver_url}/session/{session_id}/…`` drives it),
+            the BiDi WebSocket URL, the main tab's browsing context id.
+
+        Raises:
+            NotFound: no such session. Forbidden: neither admin nor owner.
+            Conflict: the session has no live browser (open it first).
+        """
+        record = await self._require(who, key)
+        if who.role != "admin" and who.subject != record.owner:
+            raise Forbidden("only an admin or the session's owner may take over its browser")
+        live = await self.seam.attach(record.browser) if record.browser is not None else None
+        if live is None or record.browser is None:
+            raise Conflict("the session has no live browser: open it first")
+        ref = record.browser
+        return {
+            "key": key,
+            "browser": ref.kind,
+            "webdriver_url": ref.endpoint,
+            "session_id": ref.session_id,
+            "bidi_url": ref.ws_url,
+            "context": ref.context,
+        }
 
     async def record(self, who: Principal, key: str) -> SessionRecord:
         """The session record (history included) — the admin surface, not the agent's."""
@@ -937,6 +1023,29 @@ class Service:
             InvalidInput: a tenant or subject outside ``[A-Za-z0-9-_.@]``, 1–128 chars.
         """
         return await self.auth.create(tenant, subject, role)
+
+    async def list_tokens(self, tenant: str | None = None) -> list[TokenInfo]:
+        """The tokens of ``tenant`` (every tenant's when None), oldest first: ids, whom
+        they stand for and when made — never a token (``sitekeep token list``, the Tokens
+        tab).
+
+        Raises:
+            StoreUnavailable: the token database cannot be reached.
+        """
+        return await self.auth.list(tenant)
+
+    async def revoke_token(self, id_: str, tenant: str | None = None) -> TokenInfo:
+        """Revoke a token by id (within ``tenant`` when given): it stops authenticating
+        and the admin UI sign-ins made with it end (``sitekeep token revoke``, the Tokens
+        tab).
+
+        Raises:
+            InvalidInput: a malformed id (field ``id``). NotFound: no such token.
+            StoreUnavailable: the token database cannot be reached.
+        """
+        info = await self.auth.revoke(id_, tenant)
+        await self.admin.end_sign_ins(info.id)
+        return info
 
     @staticmethod
     def require_admin(who: Principal, what: str) -> Principal:

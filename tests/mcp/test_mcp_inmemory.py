@@ -206,6 +206,14 @@ async def test_resources_read_back_json_with_http_only_values_hidden(
     with pytest.raises(MCPError, match="not_found"):
         await client.read_resource("sitekeep://sessions/nobody/current")
 
+    listed = {r.uri: r for r in (await client.list_resources()).resources}
+    assert set(listed) == {
+        "sitekeep://sessions/r/current",
+        "sitekeep://sessions/r/site-data",
+        hosts["form.example.test"]["uri"],
+    }
+    assert all(r.mime_type == "application/json" for r in listed.values())
+
 
 async def test_profiles_through_mcp_are_gated_and_an_unknown_country_names_the_field(
     client: Client, service: Service

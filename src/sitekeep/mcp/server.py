@@ -20,7 +20,13 @@ from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.types import TextContent, ToolAnnotations
+from mcp.types import (
+    ListResourcesResult,
+    PaginatedRequestParams,
+    Resource,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, Field
 
 from sitekeep import __version__
@@ -117,6 +123,47 @@ def _guarded(
     return wrap
 
 
+class _Server(MCPServer):
+    """An ``MCPServer`` whose ``resources/list`` names what the caller can read now: each
+    of its tenant's sessions' current page and saved site data, and each saved host (the
+    resource templates alone name nothing a client can read)."""
+
+    def __init__(
+        self, service_of: ServiceOf, principal_of: PrincipalOf, *args: Any, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._service_of = service_of
+        self._principal_of = principal_of
+
+    async def _handle_list_resources(
+        self, ctx: Any, params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        context: Ctx = Context(request_context=ctx, mcp_server=self)
+        try:
+            found = await _readable(self._service_of(), self._principal_of(context))
+        except SitekeepError as exc:
+            raise _mcp_error(exc, resource=True) from exc
+        return ListResourcesResult(resources=[*await self.list_resources(), *found])
+
+
+async def _readable(service: Service, who: Principal) -> list[Resource]:
+    """The resources of each of ``who``'s tenant's sessions (URIs of ``_resources``)."""
+    found = []
+    for row in await service.sessions(who):
+        key = row["key"]
+        base = f"sitekeep://sessions/{key}"
+        found.append(_json_resource(f"{base}/current", f"{key}: current page"))
+        data = await service.site_data(who, key)
+        found.append(_json_resource(f"{base}/site-data", f"{key}: site data by host"))
+        for host in data["hosts"]:
+            found.append(_json_resource(host["uri"], f"{key}: {host['site']}"))
+    return found
+
+
+def _json_resource(uri: str, name: str) -> Resource:
+    return Resource(uri=uri, name=name, mime_type="application/json")
+
+
 def build_server(
     service_of: ServiceOf,
     principal_of: PrincipalOf,
@@ -132,7 +179,9 @@ def build_server(
         default_session: the session a call without ``key`` works in, unless the HTTP
             request names one in ``X-Sitekeep-Session``.
     """
-    server = MCPServer("sitekeep", instructions=INSTRUCTIONS, version=__version__)
+    server = _Server(
+        service_of, principal_of, "sitekeep", instructions=INSTRUCTIONS, version=__version__
+    )
 
     def session_of(ctx: Ctx, key: str | None) -> str:
         if key is not None:
