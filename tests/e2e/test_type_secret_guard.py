@@ -162,3 +162,36 @@ async def test_the_largest_value_accepted_types_whole_and_a_longer_text_is_refus
     )
     assert over.status_code == 400 and over.json()["error"]["field"] == "text", over.text
     assert await live.evaluate_json(value) == largest
+
+
+@pytest.mark.parametrize("browser", ["chromium"])
+async def test_keys_go_to_a_widget_that_reads_keys_and_stop_when_the_call_times_out(
+    make_api: Callable[..., Any], sites: Sites
+) -> None:
+    api: Api = await make_api(bidi_timeout=1.0)
+    # A widget that types what its keydown listener sees; "busy" one stalls at the first.
+    widget = (
+        '<div id="{id}" tabindex="0"></div><script>(() => {{'
+        'const w = document.getElementById("{id}"); let stall = {stall};'
+        'w.addEventListener("keydown", (e) => {{ if (e.key.length === 1) w.textContent += e.key;'
+        " if (stall) {{ stall = false; const t = Date.now(); while (Date.now() - t < 1500); }}"
+        " e.preventDefault(); }}); }})();</script>"
+    )
+    body = widget.format(id="w", stall="false") + widget.format(id="busy", stall="true")
+    await api.open(key="k", url=html_page(sites, body))
+    typed = await api.call("POST", "/v1/sessions/k/type", {"selector": "#w", "text": "hello"})
+    assert "error" not in typed
+    live = await api.browser("k")
+    shown = "() => JSON.stringify(document.getElementById('w').textContent)"
+    assert await live.evaluate_json(shown) == "hello"
+
+    reply = await api.http.post(
+        "/v1/sessions/k/type", json={"selector": "#busy", "text": "x" * 600}
+    )
+    assert reply.status_code == 503 and reply.json()["error"]["type"] == "bidi_timeout"
+    mark = len(sites.recorded())
+    await api.http.post("/v1/sessions/k/navigate", json={"url": sites.url(REC_OTHER_HOST, "/")})
+    await until(lambda: recorder_loaded(sites, mark), "the recorder page")
+    await api.call("POST", "/v1/sessions/k/read", {})
+    events = [e for e in sites.recorded()[mark:] if e["path"] == "/__fixture/record"]
+    assert events == [], f"{len(events)} key events reached the next page"
