@@ -195,3 +195,15 @@ async def test_keys_go_to_a_widget_that_reads_keys_and_stop_when_the_call_times_
     await api.call("POST", "/v1/sessions/k/read", {})
     events = [e for e in sites.recorded()[mark:] if e["path"] == "/__fixture/record"]
     assert events == [], f"{len(events)} key events reached the next page"
+
+
+@pytest.mark.parametrize("browser", ["chromium"])
+async def test_a_field_the_page_replaces_while_typing_stops_the_secret_as_a_conflict(
+    api: Api, sites: Sites
+) -> None:
+    await store(api)
+    body = '<textarea id="f" oninput="this.replaceWith(this.cloneNode())"></textarea>'
+    await api.open(key="r", url=html_page(sites, body))
+    reply = await type_secret(api, "r", "#f", "long")
+    assert reply["status"] == 409 and reply["error"]["type"] == "conflict", reply
+    assert "replaced the element" in reply["error"]["message"]

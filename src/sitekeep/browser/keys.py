@@ -99,17 +99,18 @@ ENTER = "\ue007"
 
 _SANDBOX = "sitekeep-typing"
 
-Stop = Literal["gone", "moved", "host", "focus", "frame", "late", "not editable"]
+Stop = Literal["gone", "detached", "moved", "host", "focus", "frame", "late", "not editable"]
 
 
 class _Stopped(Exception):
     """Typing stopped before a chunk: nothing of that chunk or after it was typed.
 
     Attributes:
-        reason: ``gone`` (the element or its document went away), ``moved`` (the tab shows
-            another document), ``host`` (the guard refused the hostname), ``focus`` (the
-            focus is not on the element), ``frame`` (it is on a frame), ``late`` (past the
-            deadline), ``not editable`` (no text field).
+        reason: ``gone`` (the element's document went away), ``detached`` (the page took
+            the element out of its document), ``moved`` (the tab shows another document),
+            ``host`` (the guard refused the hostname), ``focus`` (the focus is not on the
+            element), ``frame`` (it is on a frame), ``late`` (past the deadline), ``not
+            editable`` (no text field).
         host: the hostname the check saw (of the frame's ``src`` for ``frame``), or "".
         typed: characters typed before the stop.
     """
@@ -139,7 +140,8 @@ _CHUNK = """(el, text, token, host, notAfter, mode) => {
   const out = (o) => JSON.stringify(o);
   const now = performance.now();
   if (mode !== 'probe' && now > +notAfter) return out({stop: 'late'});
-  if (!el.isConnected || el.ownerDocument !== document) return out({stop: 'gone'});
+  if (el.ownerDocument !== document) return out({stop: 'gone'});
+  if (!el.isConnected) return out({stop: 'detached'});
   const here = location.hostname;
   if (mode === 'probe') globalThis.__sitekeepTyping = token;
   else if (globalThis.__sitekeepTyping !== token || here !== host)
@@ -316,7 +318,7 @@ def _error(stop: _Stopped, guard: Guard | None, field: str) -> SitekeepError:
         return InvalidInput("the element does not take the keyboard focus", field=field)
     if stop.typed == 0 and stop.reason == "not editable":
         return InvalidInput("a secret is typed only into a text field", field=field)
-    if stop.reason in ("gone", "moved") and stop.typed == 0:
+    if stop.reason in ("gone", "detached", "moved") and stop.typed == 0:
         return BidiError("no such node", "script.callFunction", "the element's document is gone")
     return Conflict(
         "typing stopped: the page moved the focus or replaced the element while typing; "
