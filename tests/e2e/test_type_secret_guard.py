@@ -5,13 +5,16 @@ request, and each key, input and paste event their pages saw (``Sites.recorded``
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 
 from fixtures.sites import LONG_SECRET, REC_OTHER_HOST, TYPED_SECRET, Sites
+from sitekeep.browser import keys
+from sitekeep.errors import BidiError
 from sitekeep.secrets import MAX_VALUE_CHARS
 from support import WHO, Api
 
@@ -42,6 +45,15 @@ async def until(check: Callable[[], bool], what: str, timeout: float = 20.0) -> 
     while True:
         if check():
             return
+        assert loop.time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+
+
+async def until_async(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    """Poll ``await check()`` until true, or fail naming ``what``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 20.0
+    while not await check():
         assert loop.time() < deadline, f"timed out waiting for {what}"
         await asyncio.sleep(0.05)
 
@@ -126,16 +138,28 @@ async def test_a_type_that_timed_out_types_nothing_after_it_returned(
 ) -> None:
     api: Api = await make_api(bidi_timeout=1.0)
     await store(api)
-    # The first input event keeps the page busy for longer than the call may wait.
+    # After the first chunk the page is busy for longer than a call may wait: the second
+    # chunk waits in the page's queue while its call gives up, and must do nothing later.
     body = (
         '<textarea id="f"></textarea><script>let busy = true;'
         'document.getElementById("f").addEventListener("input", () => {'
-        " if (busy) { busy = false; const t = Date.now(); while (Date.now() - t < 2500); } });"
+        " if (busy) { busy = false; setTimeout(() => {"
+        " const t = Date.now(); while (Date.now() - t < 2500); }, 0); } });"
         "</script>"
     )
     await api.open(key="t", url=html_page(sites, body))
     reply = await type_secret(api, "t", "#f", "long")
     assert reply["status"] == 503 and reply["error"]["type"] == "bidi_timeout", reply
+    live = await api.browser("t")
+    held: list[int] = []
+
+    async def length() -> bool:
+        with contextlib.suppress(BidiError):  # a timeout while the page is still busy
+            held.append(await live.evaluate_json("() => JSON.stringify(f.value.length)"))
+        return bool(held)
+
+    await until_async(length, "the page to be free again")
+    assert held == [keys.CHUNK_CHARS], "a chunk was typed after its call returned"
     mark = len(sites.recorded())
     await api.http.post("/v1/sessions/t/navigate", json={"url": sites.url(REC_OTHER_HOST, "/")})
     await until(lambda: recorder_loaded(sites, mark), "the recorder page")

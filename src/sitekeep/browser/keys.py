@@ -11,9 +11,9 @@ runs in between, no navigation can commit — the call checks that
   a new document has a new global, so the token is gone);
 * the focus (followed through open shadow roots) is on the element or inside it, and is
   not a frame (keys would reach the frame's document, whatever its host);
-* the call is not late: it runs before the caller's deadline, measured on the document's
-  own monotonic clock (``performance.now()``), so a chunk queued behind a busy page does
-  nothing once the caller has given up;
+* the call is not late: it runs before its caller stops waiting for it, measured on the
+  document's own monotonic clock (``performance.now()``), so a chunk queued behind a busy
+  page does nothing once the caller has given up on it;
 
 and only then inserts the chunk with ``document.execCommand("insertText")``, as the browser
 does for a paste: trusted ``input`` events, undo history, the page's own handlers run. This
@@ -190,20 +190,28 @@ replaces it) and reports the hostname and whether the element is a text field.""
 
 @dataclass
 class _Typing:
+    """One type call's state. ``doc_base`` (ms, the document's ``performance.now()``) was
+    read by the probe, which answered by ``loop_base`` (s, the event loop's clock): a call
+    sent at loop time ``t`` with timeout ``T`` must not run after doc time
+    ``doc_base + (t + T - loop_base) * 1000`` — at or before ``t + T``, never after."""
+
     browser: LiveBrowser
     shared_id: str
     token: str
     host: str
-    not_after: float  # on the document's performance.now() clock, ms
     deadline: float  # on the event loop's clock, s
+    doc_base: float = 0.0
+    loop_base: float = 0.0
     typed: int = 0
 
     async def call(self, mode: str, text: str = "") -> dict[str, Any]:
-        remaining = self.deadline - asyncio.get_running_loop().time()
-        if remaining <= 0:
+        now = asyncio.get_running_loop().time()
+        timeout = min(self.deadline - now, self.browser.conn.timeout)
+        if timeout <= 0:
             raise _Stopped("late", self.host, self.typed)
+        not_after = self.doc_base + (now + timeout - self.loop_base) * 1000
         try:
-            result = await _call(self, mode, text, min(remaining, self.browser.conn.timeout))
+            result = await _call(self, mode, text, timeout, not_after)
         except BidiError as exc:
             if exc.code not in ("no such node", "unknown error"):
                 raise
@@ -217,8 +225,10 @@ class _Typing:
         return result
 
 
-async def _call(typing: _Typing, mode: str, text: str, timeout: float) -> dict[str, Any]:
-    args = [text, typing.token, typing.host, repr(typing.not_after), mode]
+async def _call(
+    typing: _Typing, mode: str, text: str, timeout: float, not_after: float
+) -> dict[str, Any]:
+    args = [text, typing.token, typing.host, repr(not_after), mode]
     result = await typing.browser.conn.send(
         "script.callFunction",
         {
@@ -275,7 +285,7 @@ async def type_text(
         raise InvalidInput(f"text holds at most {MAX_TEXT_CHARS} characters", field="text")
     loop = asyncio.get_running_loop()
     deadline = loop.time() + TYPE_BUDGET
-    typing = _Typing(browser, shared_id, secrets.token_hex(16), "", 0.0, deadline)
+    typing = _Typing(browser, shared_id, secrets.token_hex(16), "", deadline)
     try:
         await _type(typing, text, submit, guard)
     except _Stopped as stop:
@@ -291,9 +301,7 @@ async def _type(typing: _Typing, text: str, submit: bool, guard: Guard | None) -
             return await _keys_into_frame(typing, text, submit)
         raise
     typing.host = str(probe["host"])
-    # The document's clock, read after the probe was sent: a deadline on it falls at or
-    # before the loop's deadline, never after.
-    typing.not_after = float(probe["now"]) + (typing.deadline - loop.time()) * 1000
+    typing.doc_base, typing.loop_base = float(probe["now"]), loop.time()
     if guard is not None and not guard.allowed(typing.host):
         raise _Stopped("host", typing.host, 0)
     if probe["field"]:
