@@ -81,6 +81,9 @@ async def type_secret(api: Api, key: str, selector: str, field: str = "short") -
     return {"status": reply.status_code, **reply.json()}
 
 
+@pytest.mark.parametrize(
+    ("browser", "via"), [("chromium", "local"), ("firefox", "local"), ("chromium", "grid")]
+)
 async def test_a_secret_aimed_at_another_hosts_frame_is_refused_and_nothing_reaches_it(
     api: Api, sites: Sites
 ) -> None:
