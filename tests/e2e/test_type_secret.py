@@ -113,6 +113,7 @@ async def test_an_unknown_secret_or_field_is_named_without_a_value(api: Api, sit
     assert "username" in wrong.json()["error"]["message"]
 
 
+@pytest.mark.parametrize("browser", ["chromium"])
 async def test_a_secret_typed_with_submit_signs_in_and_only_its_value_is_masked(
     api: Api, sites: Sites
 ) -> None:

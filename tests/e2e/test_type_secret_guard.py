@@ -5,13 +5,16 @@ request, and each key, input and paste event their pages saw (``Sites.recorded``
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 
 from fixtures.sites import LONG_SECRET, REC_OTHER_HOST, TYPED_SECRET, Sites
+from sitekeep.browser import keys
+from sitekeep.errors import BidiError
 from sitekeep.secrets import MAX_VALUE_CHARS
 from support import WHO, Api
 
@@ -46,6 +49,15 @@ async def until(check: Callable[[], bool], what: str, timeout: float = 20.0) -> 
         await asyncio.sleep(0.05)
 
 
+async def until_async(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    """Poll ``await check()`` until true, or fail naming ``what``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 20.0
+    while not await check():
+        assert loop.time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+
+
 def nothing_reached(sites: Sites, mark: int) -> None:
     """The recorder hosts saw no key, input or paste event since ``mark``, and no request
     carrying any piece of a secret value."""
@@ -69,6 +81,9 @@ async def type_secret(api: Api, key: str, selector: str, field: str = "short") -
     return {"status": reply.status_code, **reply.json()}
 
 
+@pytest.mark.parametrize(
+    ("browser", "via"), [("chromium", "local"), ("firefox", "local"), ("chromium", "grid")]
+)
 async def test_a_secret_aimed_at_another_hosts_frame_is_refused_and_nothing_reaches_it(
     api: Api, sites: Sites
 ) -> None:
@@ -126,16 +141,28 @@ async def test_a_type_that_timed_out_types_nothing_after_it_returned(
 ) -> None:
     api: Api = await make_api(bidi_timeout=1.0)
     await store(api)
-    # The first input event keeps the page busy for longer than the call may wait.
+    # After the first chunk the page is busy for longer than a call may wait: the second
+    # chunk waits in the page's queue while its call gives up, and must do nothing later.
     body = (
         '<textarea id="f"></textarea><script>let busy = true;'
         'document.getElementById("f").addEventListener("input", () => {'
-        " if (busy) { busy = false; const t = Date.now(); while (Date.now() - t < 2500); } });"
+        " if (busy) { busy = false; setTimeout(() => {"
+        " const t = Date.now(); while (Date.now() - t < 2500); }, 0); } });"
         "</script>"
     )
     await api.open(key="t", url=html_page(sites, body))
     reply = await type_secret(api, "t", "#f", "long")
     assert reply["status"] == 503 and reply["error"]["type"] == "bidi_timeout", reply
+    live = await api.browser("t")
+    held: list[int] = []
+
+    async def length() -> bool:
+        with contextlib.suppress(BidiError):  # a timeout while the page is still busy
+            held.append(await live.evaluate_json("() => JSON.stringify(f.value.length)"))
+        return bool(held)
+
+    await until_async(length, "the page to be free again")
+    assert held == [keys.CHUNK_CHARS], "a chunk was typed after its call returned"
     mark = len(sites.recorded())
     await api.http.post("/v1/sessions/t/navigate", json={"url": sites.url(REC_OTHER_HOST, "/")})
     await until(lambda: recorder_loaded(sites, mark), "the recorder page")
@@ -162,3 +189,48 @@ async def test_the_largest_value_accepted_types_whole_and_a_longer_text_is_refus
     )
     assert over.status_code == 400 and over.json()["error"]["field"] == "text", over.text
     assert await live.evaluate_json(value) == largest
+
+
+@pytest.mark.parametrize("browser", ["chromium"])
+async def test_keys_go_to_a_widget_that_reads_keys_and_stop_when_the_call_times_out(
+    make_api: Callable[..., Any], sites: Sites
+) -> None:
+    api: Api = await make_api(bidi_timeout=1.0)
+    # A widget that types what its keydown listener sees; "busy" one stalls at the first.
+    widget = (
+        '<div id="{id}" tabindex="0"></div><script>(() => {{'
+        'const w = document.getElementById("{id}"); let stall = {stall};'
+        'w.addEventListener("keydown", (e) => {{ if (e.key.length === 1) w.textContent += e.key;'
+        " if (stall) {{ stall = false; const t = Date.now(); while (Date.now() - t < 1500); }}"
+        " e.preventDefault(); }}); }})();</script>"
+    )
+    body = widget.format(id="w", stall="false") + widget.format(id="busy", stall="true")
+    await api.open(key="k", url=html_page(sites, body))
+    typed = await api.call("POST", "/v1/sessions/k/type", {"selector": "#w", "text": "hello"})
+    assert "error" not in typed
+    live = await api.browser("k")
+    shown = "() => JSON.stringify(document.getElementById('w').textContent)"
+    assert await live.evaluate_json(shown) == "hello"
+
+    reply = await api.http.post(
+        "/v1/sessions/k/type", json={"selector": "#busy", "text": "x" * 600}
+    )
+    assert reply.status_code == 503 and reply.json()["error"]["type"] == "bidi_timeout"
+    mark = len(sites.recorded())
+    await api.http.post("/v1/sessions/k/navigate", json={"url": sites.url(REC_OTHER_HOST, "/")})
+    await until(lambda: recorder_loaded(sites, mark), "the recorder page")
+    await api.call("POST", "/v1/sessions/k/read", {})
+    events = [e for e in sites.recorded()[mark:] if e["path"] == "/__fixture/record"]
+    assert events == [], f"{len(events)} key events reached the next page"
+
+
+@pytest.mark.parametrize("browser", ["chromium"])
+async def test_a_field_the_page_replaces_while_typing_stops_the_secret_as_a_conflict(
+    api: Api, sites: Sites
+) -> None:
+    await store(api)
+    body = '<textarea id="f" oninput="this.replaceWith(this.cloneNode())"></textarea>'
+    await api.open(key="r", url=html_page(sites, body))
+    reply = await type_secret(api, "r", "#f", "long")
+    assert reply["status"] == 409 and reply["error"]["type"] == "conflict", reply
+    assert "replaced the element" in reply["error"]["message"]

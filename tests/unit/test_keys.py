@@ -32,3 +32,8 @@ def test_other_stops_name_the_element_or_the_bound() -> None:
     assert isinstance(focus, InvalidInput) and focus.field == "ref"
     assert isinstance(keys._error(keys._Stopped("late", "", 10), GUARD, "ref"), BidiTimeout)
     assert isinstance(keys._error(keys._Stopped("focus", "h", 10), None, "ref"), Conflict)
+
+
+def test_a_page_that_replaces_the_field_mid_typing_is_a_conflict_not_another_host() -> None:
+    error = keys._error(keys._Stopped("detached", "app.example.test", 1024), GUARD, "selector")
+    assert isinstance(error, Conflict) and not isinstance(error, SecretNotAllowed)
