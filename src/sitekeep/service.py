@@ -730,7 +730,7 @@ class Service:
                 counts[reason] = counts.get(reason, 0) + 1
         removed = await self._reap_journals()
         if removed:
-            counts["journals"] = removed
+            log.info("reaper: removed the journals of %d expired sessions", removed)
         return counts
 
     async def _reap_journals(self) -> int:
