@@ -76,7 +76,7 @@ from sitekeep.model import (
     dump_site_data,
     load_site_data,
 )
-from sitekeep.operations import HANDLERS, Context, Done
+from sitekeep.operations import HANDLERS, MAX_TYPED_SECRETS, Context, Done
 from sitekeep.policy import check_key
 from sitekeep.secrets import SecretInfo
 from sitekeep.stores import SessionLocks, SessionStore
@@ -93,7 +93,6 @@ _REVISIONS: contextvars.ContextVar[dict[tuple[str, str], int] | None] = contextv
 )
 """Inside a seam: the revision of each session record the call read (0: absent)."""
 
-MAX_TYPED_SECRETS = 8
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 UNSETTLED_WARNING = (
     "the operation ran but its journal finish could not be written: the session is "
@@ -111,7 +110,8 @@ class Track:
     state: SessionState
     refs: RefMap | None = None
     broken: bool = False
-    """A write failed: the next call replays rather than trust this copy."""
+    """Not kept after the call (a write failed, or the journal was removed): the next
+    call replays rather than trust this copy."""
 
     def usable_refs(self, generation: str | None, call: str) -> RefMap | None:
         """The refs an operation of ``call`` may use in a browser of ``generation``: none
@@ -541,7 +541,7 @@ class Seam:
             track = self._tracks.pop(jkey, None) or await self.replay(jkey)
             session = Session(self, who, key, await self.load(who.tenant, key), track)
             try:
-                if inspect and not track.state.settled:
+                if inspect and track.state.unsettled:
                     await session.inspect()
                 return await body(session)
             finally:

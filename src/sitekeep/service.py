@@ -573,6 +573,7 @@ class Service:
             await self._store.delete(
                 self._record_key(who.tenant, key), self._snapshot_key(who.tenant, key)
             )
+            s.track.broken = True  # not kept: the journal is gone
             await self._remove_journal(who.tenant, key)
             return {"key": key, "deleted": True}
 
