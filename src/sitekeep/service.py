@@ -253,6 +253,8 @@ class Service:
         Raises:
             InvalidInput: a bad key, browser or URL, or an option not available yet.
             BrowserUnavailable: no browser could be started (503).
+            JournalUnavailable: the journal's begin could not be made durable (503,
+                SPEC §8); the browser was not touched.
         """
         key = check_key(key) if key is not None else secrets.token_hex(6)
         kind = self._kind(browser)
@@ -389,11 +391,17 @@ class Service:
         Returns:
             The operation's result with ``{url, title}`` of where the browser landed —
             or ``url_withheld: true`` instead of the URL when it holds a typed secret.
+            ``warnings: [{type: journal_unsettled | journal_inspected, message}]`` when
+            the journal could not record this call's finish (its effects happened: look
+            before repeating it), or when an earlier call's outcome was unknown and the
+            browser was inspected first (SPEC §8).
 
         Raises:
             InvalidInput: a bad argument, naming the field. NotFound: no such session,
             secret or element. StaleRef: a ref from an old snapshot. SecretNotAllowed:
             a secret on a host it may not be typed on. NavigationFailed, BrowserUnavailable.
+            JournalUnavailable: the journal's begin could not be made durable (503,
+                SPEC §8); the browser was not touched.
         """
         parsed = parse_args(op, args)
 
@@ -436,6 +444,8 @@ class Service:
 
         Raises:
             InvalidInput: a malformed step, naming it (``steps[2].url``); nothing has run.
+            JournalUnavailable: the journal's begin could not be made durable (503,
+                SPEC §8); the browser was not touched.
         """
         if on_error not in ("stop", "continue"):
             raise InvalidInput("on_error is stop or continue", field="on_error")
@@ -481,6 +491,8 @@ class Service:
         Raises:
             SnapshotTooLarge: the cookies alone pass the cap; the old snapshot stands.
             BrowserUnavailable: BiDi is down; nothing was saved.
+            JournalUnavailable: the journal's begin could not be made durable (503,
+                SPEC §8); the browser was not touched.
         """
         if profile is not None:
             raise InvalidInput("profile is not available yet", field="profile")
