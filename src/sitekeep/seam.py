@@ -260,9 +260,14 @@ class Session:
             return True
         except (JournalUnavailable, JournalConflict) as exc:
             log.warning("a journal finish of %s was not written: %s", started.op, exc.message)
-            self.unsettled = True
-            self.warnings.append({"type": "journal_unsettled", "message": UNSETTLED_WARNING})
+            self._unsettle()
             return False
+
+    def _unsettle(self) -> None:
+        """This call's effects are not all journaled: say so once in its result."""
+        if not self.unsettled:
+            self.warnings.append({"type": "journal_unsettled", "message": UNSETTLED_WARNING})
+        self.unsettled = True
 
     # -- the browser ----------------------------------------------------------------------
 
@@ -354,8 +359,7 @@ class Session:
         try:
             await self.mark("saved", step=step, detail=counts)
         except (JournalUnavailable, JournalConflict):
-            self.unsettled = True
-            self.warnings.append({"type": "journal_unsettled", "message": UNSETTLED_WARNING})
+            self._unsettle()
 
     async def _failed(self, begun: _Op, exc: SitekeepError) -> None:
         """The failed operation's finish: where the browser is when it can still be seen
