@@ -80,7 +80,7 @@ from sitekeep.model import (
     dump_site_data,
     load_site_data,
 )
-from sitekeep.operations import HANDLERS, Context, Done
+from sitekeep.operations import HANDLERS, MAX_TYPED_SECRETS, Context, Done
 from sitekeep.policy import check_key
 from sitekeep.profiles import Profiles
 from sitekeep.proxies import Proxies
@@ -99,7 +99,6 @@ _REVISIONS: contextvars.ContextVar[dict[tuple[str, str], int] | None] = contextv
 )
 """Inside a seam: the revision of each session record the call read (0: absent)."""
 
-MAX_TYPED_SECRETS = 8
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 UNSETTLED_WARNING = (
     "the operation ran but its journal finish could not be written: the session is "
@@ -117,7 +116,8 @@ class Track:
     state: SessionState
     refs: RefMap | None = None
     broken: bool = False
-    """A write failed: the next call replays rather than trust this copy."""
+    """Not kept after the call (a write failed, or the journal was removed): the next
+    call replays rather than trust this copy."""
 
     def usable_refs(self, generation: str | None, call: str) -> RefMap | None:
         """The refs an operation of ``call`` may use in a browser of ``generation``: none
@@ -266,9 +266,14 @@ class Session:
             return True
         except (JournalUnavailable, JournalConflict) as exc:
             log.warning("a journal finish of %s was not written: %s", started.op, exc.message)
-            self.unsettled = True
-            self.warnings.append({"type": "journal_unsettled", "message": UNSETTLED_WARNING})
+            self._unsettle()
             return False
+
+    def _unsettle(self) -> None:
+        """This call's effects are not all journaled: say so once in its result."""
+        if not self.unsettled:
+            self.warnings.append({"type": "journal_unsettled", "message": UNSETTLED_WARNING})
+        self.unsettled = True
 
     # -- the browser ----------------------------------------------------------------------
 
@@ -362,8 +367,7 @@ class Session:
         try:
             await self.mark("saved", step=step, detail=counts)
         except (JournalUnavailable, JournalConflict):
-            self.unsettled = True
-            self.warnings.append({"type": "journal_unsettled", "message": UNSETTLED_WARNING})
+            self._unsettle()
 
     async def _failed(
         self, begun: _Op, exc: SitekeepError, typed: tuple[tuple[str, str], ...]
@@ -573,7 +577,7 @@ class Seam:
             track = self._tracks.pop(jkey, None) or await self.replay(jkey)
             session = Session(self, who, key, await self.load(who.tenant, key), track)
             try:
-                if inspect and not track.state.settled:
+                if inspect and track.state.unsettled:
                     await session.inspect()
                 return await body(session)
             finally:

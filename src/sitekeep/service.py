@@ -304,6 +304,8 @@ class Service:
         Raises:
             InvalidInput: a bad key, browser or URL, or an option not available yet.
             BrowserUnavailable: no browser could be started (503).
+            JournalUnavailable: the journal's begin could not be made durable (503,
+                SPEC §8); the browser was not touched.
         """
         key = check_key(key) if key is not None else secrets.token_hex(6)
         kind = self._kind(browser)
@@ -469,11 +471,17 @@ class Service:
         Returns:
             The operation's result with ``{url, title}`` of where the browser landed —
             or ``url_withheld: true`` instead of the URL when it holds a typed secret.
+            ``warnings: [{type: journal_unsettled | journal_inspected, message}]`` when
+            the journal could not record this call's finish (its effects happened: look
+            before repeating it), or when an earlier call's outcome was unknown and the
+            browser was inspected first (SPEC §8).
 
         Raises:
             InvalidInput: a bad argument, naming the field. NotFound: no such session,
             secret or element. StaleRef: a ref from an old snapshot. SecretNotAllowed:
             a secret on a host it may not be typed on. NavigationFailed, BrowserUnavailable.
+            JournalUnavailable: the journal's begin could not be made durable (503,
+                SPEC §8); the browser was not touched.
         """
         parsed = parse_args(op, args)
 
@@ -516,6 +524,8 @@ class Service:
 
         Raises:
             InvalidInput: a malformed step, naming it (``steps[2].url``); nothing has run.
+            JournalUnavailable: the journal's begin could not be made durable (503,
+                SPEC §8); the browser was not touched.
         """
         if on_error not in ("stop", "continue"):
             raise InvalidInput("on_error is stop or continue", field="on_error")
@@ -561,6 +571,8 @@ class Service:
         Raises:
             SnapshotTooLarge: the cookies alone pass the cap; the old snapshot stands.
             BrowserUnavailable: BiDi is down; nothing was saved.
+            JournalUnavailable: the journal's begin could not be made durable (503,
+                SPEC §8); the browser was not touched.
         """
         if profile is not None:
             await self.profiles.get(who, profile, "capture")  # the gate, before the browser
@@ -745,6 +757,7 @@ class Service:
             await self._store.delete(
                 self._record_key(who.tenant, key), self._snapshot_key(who.tenant, key)
             )
+            s.track.broken = True  # not kept: the journal is gone
             await self._remove_journal(who.tenant, key)
             return {"key": key, "deleted": True}
 
@@ -1161,7 +1174,7 @@ class Service:
                 counts[reason] = counts.get(reason, 0) + 1
         removed = await self._reap_journals()
         if removed:
-            counts["journals"] = removed
+            log.info("reaper: removed the journals of %d expired sessions", removed)
         return counts
 
     async def _reap_journals(self) -> int:

@@ -60,6 +60,7 @@ ROUTES = [
     ("DELETE", "/admin/sessions/s1/site-data"),
     ("GET", "/admin/sessions/s1/site-data/app.example.test"),
     ("DELETE", "/admin/sessions/s1/site-data/app.example.test"),
+    ("GET", "/admin/sessions/s1/journal"),
 ]
 
 

@@ -5,6 +5,7 @@ admin timeline, and the journal gone with its session."""
 from __future__ import annotations
 
 import json
+import secrets
 from typing import Any
 
 import httpx
@@ -12,21 +13,21 @@ import pytest
 
 from fixtures.sites import FORM_USER, Sites
 from sitekeep.journal import JournalKey
-from sitekeep.journal.files import FileJournal
 from sitekeep.service import Service
-from support import WHO, Api
+from support import WHO, Api, ApiFactory
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.parametrize("browser", ["chromium"])]
 
 TYPED = "dummy-typed-text-41"
+REDIS = "redis://127.0.0.1:6379/0"
 
 
-def lines(service: Service, key: str) -> list[dict[str, Any]]:
-    """The session's journal file, record by record."""
-    backend = service.journal.backend
-    assert isinstance(backend, FileJournal)
-    path = backend.path(JournalKey(WHO.tenant, key))
-    return [json.loads(line) for line in path.read_bytes().splitlines()]
+async def lines(service: Service, key: str) -> list[dict[str, Any]]:
+    """The session's journal, record by record, as its backend holds it."""
+    entries = await service.journal.backend.entries(
+        JournalKey(WHO.tenant, key), after=None, limit=10_000
+    )
+    return [json.loads(e.data) for e in entries]
 
 
 def ref_of(snapshot: dict[str, Any], role: str, name: str) -> str:
@@ -62,7 +63,7 @@ async def test_every_call_is_journaled_redacted_with_its_refs_and_the_timeline_s
     )
     assert flow["ok"] is True
 
-    written = lines(api.service, "j")
+    written = await lines(api.service, "j")
     raw = json.dumps(written)
     assert TYPED not in raw and "dummy-oauth-code" not in raw and "frag" not in raw
     kinds = [(r["type"], r["op"], r.get("mark")) for r in written]
@@ -121,14 +122,18 @@ async def test_every_call_is_journaled_redacted_with_its_refs_and_the_timeline_s
     assert (await admin.get("/admin/sessions/j/journal")).status_code == 404
 
 
+@pytest.mark.parametrize("journal", ["files", "redis"])
 async def test_a_failed_operation_is_finished_as_failed_and_a_new_browser_invalidates_refs(
-    api: Api, sites: Sites
+    make_api: ApiFactory, sites: Sites, journal: str
 ) -> None:
+    """Over both backends: the Redis Streams one is what several replicas share."""
+    url = REDIS + f"?prefix=sitekeep-test-{secrets.token_hex(6)}:"
+    api: Api = await make_api(**({"journal_url": url} if journal == "redis" else {}))
     await api.open(key="f", url=sites.url("form.example.test", "/login"))
     snap = await api.call("POST", "/v1/sessions/f/snapshot")
     missing = await api.http.post("/v1/sessions/f/click", json={"selector": "#nothing-here"})
     assert missing.status_code == 404
-    failed = [r for r in lines(api.service, "f") if r["type"] == "finish"][-1]
+    failed = [r for r in await lines(api.service, "f") if r["type"] == "finish"][-1]
     assert failed["op"] == "click" and failed["outcome"] == "failed"
     assert failed["error"]["type"] == "not_found"
 
@@ -137,9 +142,11 @@ async def test_a_failed_operation_is_finished_as_failed_and_a_new_browser_invali
         "/v1/sessions/f/click", json={"ref": ref_of(snap, "button", "Sign in")}
     )
     assert reply.status_code == 409 and reply.json()["error"]["type"] == "stale_ref"
-    written = lines(api.service, "f")
+    written = await lines(api.service, "f")
     reopened = next(r for r in written if r.get("mark") == "reopened")
     assert reopened["generation"] != written[1]["generation"]  # opened's
     state = (await api.service.journal.replay(JournalKey(WHO.tenant, "f"))).state
     assert state.refs is None and state.settled and state.generation == reopened["generation"]
     assert FORM_USER not in json.dumps(written)
+    await api.call("DELETE", "/v1/sessions/f")  # and its journal with it (Redis keys too)
+    assert await api.service.journal.backend.keys(WHO.tenant) == []
