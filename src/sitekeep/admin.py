@@ -28,11 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from sitekeep import history as hist
 from sitekeep import panes, sitedata
-from sitekeep.errors import NotFound
+from sitekeep.errors import InvalidInput, NotFound
+from sitekeep.journal import JournalKey
 from sitekeep.model import Principal, SessionRecord
 from sitekeep.secrets import SecretInfo
 
 if TYPE_CHECKING:
+    from sitekeep.seam import Session
     from sitekeep.service import Service
 
 __all__ = ["SIGN_IN_TTL", "Admin", "SignIn"]
@@ -150,9 +152,10 @@ class Admin:
         self._gate(who, "clearing a session's history")
         svc = self._svc
 
-        async def body() -> dict[str, Any]:
-            record = await svc._require(who, key)
+        async def body(s: Session) -> dict[str, Any]:
+            record = s.require()
             kept, gone = hist.clear(record.history)
+            await s.mark("cleared", "clear_history", detail={"history": len(gone)})
             if gone:
                 await svc._put(replace(record, history=kept))
             return {
@@ -161,7 +164,37 @@ class Admin:
                 "kept": [e.origin for e in kept],
             }
 
-        return await svc._seam(who, key, "clear_history", {}, body)
+        return await svc.seam.call(who, key, body, inspect=False)
+
+    # -- Journal --------------------------------------------------------------------------
+
+    async def journal(
+        self, who: Principal, key: str, *, after: str | None = None, limit: int = 100
+    ) -> dict[str, Any]:
+        """The session's journal as a timeline, oldest first (SPEC §8, §11): one row per
+        operation — its redacted arguments, outcome, url and duration — and one per mark.
+
+        Args:
+            after: the ``next`` cursor of the page before; None from the start.
+            limit: rows of records to read, 1–1000.
+
+        Returns:
+            ``{key, rows: [{position, at, op, call, step, args, outcome, url?,
+            url_withheld?, duration?, refs?, error?} | {position, at, mark, op, detail}],
+            next}`` — ``next`` is None at the end.
+
+        Raises:
+            Forbidden: a member's token. NotFound: no such session in the tenant.
+            InvalidInput: ``limit`` outside 1–1000, or an ``after`` no page gave.
+        """
+        self._gate(who, "a session's journal")
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be from 1 to 1000", field="limit")
+        await self._svc._require(who, key)
+        rows, cursor = await self._svc.journal.timeline(
+            JournalKey(who.tenant, key), after=after, limit=limit
+        )
+        return {"key": key, "rows": rows, "next": cursor}
 
     # -- Site data ------------------------------------------------------------------------
 
@@ -216,12 +249,13 @@ class Admin:
         svc = self._svc
         host = site.lower()
 
-        async def body() -> dict[str, Any]:
-            record = await svc._require(who, key)
+        async def body(s: Session) -> dict[str, Any]:
+            record = s.require()
             snapshot = await svc._load_snapshot(who.tenant, key)
             rows = {r.site: r for r in sitedata.host_rows(snapshot, ())} if snapshot else {}
             if snapshot is None or host not in rows:
                 raise NotFound("site", site)
+            await s.mark("forgotten", "forget_site_data", detail={"site": host})
             left = sitedata.forget_host(snapshot, host)
             await svc._put_snapshot(who.tenant, key, left)
             await svc._put(record)  # the record and its snapshot keep one expiry
@@ -233,7 +267,7 @@ class Admin:
                 "hosts": [r.site for r in sitedata.host_rows(left, record.history)],
             }
 
-        return await svc._seam(who, key, "forget_site_data", {"site": host}, body)
+        return await svc.seam.call(who, key, body, inspect=False)
 
     async def clear_site_data(self, who: Principal, key: str) -> dict[str, Any]:
         """Delete the session's snapshot: a browser opened next comes back signed out.
@@ -247,16 +281,17 @@ class Admin:
         self._gate(who, "clearing a session's site data")
         svc = self._svc
 
-        async def body() -> dict[str, Any]:
-            record = await svc._require(who, key)
+        async def body(s: Session) -> dict[str, Any]:
+            record = s.require()
             snapshot = await svc._load_snapshot(who.tenant, key)
             hosts = (
                 [r.site for r in sitedata.host_rows(snapshot, record.history)] if snapshot else []
             )
+            await s.mark("forgotten", "clear_site_data", detail={"hosts": len(hosts)})
             await svc._store.delete(svc._snapshot_key(who.tenant, key))
             return {"key": key, "gone": hosts}
 
-        return await svc._seam(who, key, "clear_site_data", {}, body)
+        return await svc.seam.call(who, key, body, inspect=False)
 
     # -- secrets --------------------------------------------------------------------------
 

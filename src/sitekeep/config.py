@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from sitekeep.limits import MAX_BODY
 from sitekeep.model import BrowserKind
 
 __all__ = ["Settings"]
@@ -108,6 +109,8 @@ class Settings(BaseSettings):
     ``redis://host:port/db?prefix=…&replicas=N`` (Redis Streams, for several replicas)."""
     journal_max_record: int = Field(default=16 * 1024 * 1024, ge=4096)
     """The largest journal record, in bytes; a larger one is never written."""
+    max_body: int = Field(default=MAX_BODY, ge=1024)
+    """Bytes of an HTTP request body; a longer one is answered 413 unread (issue #8)."""
 
     @field_validator("warm_browsers", mode="before")
     @classmethod

@@ -6,11 +6,14 @@ them to status codes in one table (``sitekeep.api.errors``)::
 
     SitekeepError
     ├── InvalidInput            400  fix the field named in ``field``
-    │   └── SnapshotTooLarge    400  the cookies alone pass the size cap (SPEC §3)
+    │   ├── SnapshotTooLarge    400  the cookies alone pass the size cap (SPEC §3)
+    │   └── BodyTooLarge        413  the request body passes its byte limit
     ├── Unauthorized            401  no or unknown bearer token
     ├── Forbidden               403  the token's role may not do this
-    │   └── SecretNotAllowed    403  the secret may not be typed on this host
-    ├── NotFound                404  no such session/host in this tenant
+    │   ├── SecretNotAllowed    403  the secret may not be typed on this host
+    │   └── OwnAddress          403  the URL is the sitekeep server itself (SPEC §12)
+    ├── NotFound                404  no such session/host/route in this tenant
+    ├── MethodNotAllowed        405  the route takes other methods (``allow``)
     ├── Conflict                409  the resource is in a state that forbids the call
     │   ├── NoHistoryEntry      409  back()/forward() with nowhere to go
     │   ├── StaleRef            409  a ref from an old snapshot: snapshot again
@@ -35,6 +38,7 @@ __all__ = [
     "AssertionFailed",
     "BidiError",
     "BidiTimeout",
+    "BodyTooLarge",
     "BrowserUnavailable",
     "CapacityExceeded",
     "Conflict",
@@ -42,9 +46,11 @@ __all__ = [
     "InvalidInput",
     "JournalConflict",
     "JournalUnavailable",
+    "MethodNotAllowed",
     "NavigationFailed",
     "NoHistoryEntry",
     "NotFound",
+    "OwnAddress",
     "RecordTooLarge",
     "SecretNotAllowed",
     "SessionBusy",
@@ -102,6 +108,21 @@ class SnapshotTooLarge(InvalidInput):
             field="cookies",
         )
         self.size = size
+        self.cap = cap
+
+
+class BodyTooLarge(InvalidInput):
+    """The request body is longer than its limit (``SITEKEEP_MAX_BODY``); it was not read
+    to the end and nothing was done.
+
+    Attributes:
+        cap: the limit in bytes.
+    """
+
+    type_name = "body_too_large"
+
+    def __init__(self, *, cap: int) -> None:
+        super().__init__(f"the request body is over its {cap}-byte limit", field="body")
         self.cap = cap
 
 
@@ -199,6 +220,37 @@ class SecretNotAllowed(Forbidden):
         super().__init__(f"secret {secret!r} may not be typed on {host!r}; nothing was typed")
         self.secret = secret
         self.host = host
+
+
+class OwnAddress(Forbidden):
+    """A URL (or a request the page made) that reaches the sitekeep server itself, in any
+    spelling of its address (SPEC §12): agents never drive their own admin.
+
+    Attributes:
+        field: the argument that named it (``url``).
+    """
+
+    type_name = "own_address"
+
+    def __init__(self, *, field: str = "url") -> None:
+        super().__init__(
+            "the URL reaches the sitekeep server itself, which is off limits to agents"
+        )
+        self.field = field
+
+
+class MethodNotAllowed(SitekeepError):
+    """The route exists but does not take this HTTP method (RFC 9110 §15.5.6).
+
+    Attributes:
+        allow: every method the route takes, for the ``Allow`` header.
+    """
+
+    type_name = "method_not_allowed"
+
+    def __init__(self, method: str, path: str, allow: tuple[str, ...]) -> None:
+        super().__init__(f"{path} does not take {method}; it takes {', '.join(allow)}")
+        self.allow = allow
 
 
 class NavigationFailed(SitekeepError):
@@ -329,12 +381,15 @@ class BidiTimeout(BidiError):
         self.timeout = timeout
 
 
+_STRUCTURED = ("field", "code", "reason", "scope", "size", "cap", "ref", "secret", "host", "allow")
+
+
 def error_json(exc: SitekeepError) -> dict[str, object]:
     """The error's structured fields, ``{type, message, field?, ...}`` — the one shape
     HTTP bodies, MCP error results and flow reports all use (SPEC §5)."""
     body: dict[str, object] = {"type": exc.type_name, "message": exc.message}
-    for name in ("field", "code", "reason", "scope", "size", "cap", "ref", "secret", "host"):
+    for name in _STRUCTURED:
         value = getattr(exc, name, None)
         if value is not None:
-            body[name] = value
+            body[name] = list(value) if isinstance(value, tuple) else value
     return body

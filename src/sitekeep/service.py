@@ -1,9 +1,10 @@
 """The use cases. HTTP, MCP and the CLI call this module and nothing below it.
 
-Every call that affects a browser passes through one seam, :meth:`Service._drive`: it
-locks the session, reattaches to (or silently reopens) its browser, runs the operation,
-records where the browser landed in the history, hands out a pending reopen report once,
-and writes the record back. The journal (SPEC §8) will wrap that seam.
+Every call that affects a browser passes through one seam, ``sitekeep.seam``: it locks
+the session, journals a begin before the browser is touched and a finish after the
+effects were seen (SPEC §8), reattaches to (or silently reopens) its browser, dispatches
+the operation, records where the browser landed in the history, hands out a pending
+reopen report once, and writes the record back. This module keeps the use cases.
 
 Results are plain JSON-able dicts in the shapes of SPEC §5; none holds a value except the
 owner's per-host view (:meth:`Service.site_data_host`).
@@ -12,38 +13,29 @@ owner's per-host view (:meth:`Service.site_data_host`).
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import logging
 import os
-import re
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import quote, quote_plus, unquote_plus
 
 import anyio
-from pydantic import ValidationError
 
 from sitekeep import history as hist
 from sitekeep import reaping, sitedata
 from sitekeep.admin import Admin
 from sitekeep.auth import Authenticator
 from sitekeep.browser.docs import read_cookies
-from sitekeep.browser.indexeddb import NOT_CARRIED, read_databases
-from sitekeep.browser.live import LiveBrowser, PageInfo
+from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.manager import BrowserManager
 from sitekeep.browser.proxy import ProxySettings
-from sitekeep.browser.restore import restore
-from sitekeep.browser.save import PARTITIONED, lost_reason, save_read, settle_jar
-from sitekeep.browser.useragent import changed_warning, current_user_agent, override_user_agent
+from sitekeep.browser.useragent import override_user_agent
 from sitekeep.config import Settings
 from sitekeep.cookies import cookie_host
 from sitekeep.errors import (
-    CapacityExceeded,
-    Conflict,
     Forbidden,
     InvalidInput,
     NotFound,
@@ -53,26 +45,22 @@ from sitekeep.errors import (
 )
 from sitekeep.flows import run_steps
 from sitekeep.interop import FORMATS, Format, export_site_data, import_text
+from sitekeep.journal import Journal, JournalKey, open_journal
 from sitekeep.model import (
-    RECORD_JSON,
     BrowserKind,
-    BrowserRef,
     Cookie,
     Principal,
     Role,
     SessionRecord,
     SiteData,
-    Skipped,
-    dump_site_data,
-    load_site_data,
 )
-from sitekeep.operations import HANDLERS, Call
 from sitekeep.policy import check_key, check_url
 from sitekeep.profiles import Loaded, Profiles, captured, first_site, profile_json
 from sitekeep.proxies import Proxies, proxy_json
+from sitekeep.seam import Seam, Session, site_data_uri, well_formed
 from sitekeep.secrets import SecretInfo
 from sitekeep.state_preview import state_preview
-from sitekeep.steps import parse_args, parse_steps
+from sitekeep.steps import SaveArgs, parse_args, parse_steps
 from sitekeep.stores import SessionLocks, SessionStore, open_database, open_sessions
 from sitekeep.stores.base import (
     ClosedReason,
@@ -97,11 +85,6 @@ from sitekeep.vault import Vault
 __all__ = ["Service"]
 
 log = logging.getLogger(__name__)
-
-_REVISIONS: contextvars.ContextVar[dict[tuple[str, str], int] | None] = contextvars.ContextVar(
-    "sitekeep_revisions", default=None
-)
-"""Inside a seam: the revision of each session record the call read (0: absent)."""
 
 _KINDS: tuple[BrowserKind, ...] = ("chromium", "firefox")
 INSECURE_HINT = (
@@ -166,6 +149,7 @@ class Service:
         cipher: Cipher,
         browsers: BrowserManager,
         clock: Callable[[], float] = time.time,
+        journal: Journal | None = None,
     ) -> None:
         self.settings = settings
         self.stores = stores
@@ -176,12 +160,30 @@ class Service:
         self.auth = Authenticator(stores.tokens, clock)
         self._clock = clock
         self.replica = f"{socket.gethostname()}:{os.getpid()}"
+        self.journal = journal or open_journal(settings)
+        """Every session's journal (SPEC §8)."""
+        self.seam = Seam(
+            settings,
+            store=stores.sessions,
+            locks=stores.locks,
+            runs=stores.runs,
+            cipher=cipher,
+            browsers=browsers,
+            vault=self.secrets,
+            journal=self.journal,
+            replica=self.replica,
+            own_origins=self.own_origins,
+            clock=clock,
+        )
+        """Where every browser-affecting call passes (``sitekeep.seam``)."""
         self.admin = Admin(self)
         """The admin use cases (SPEC §11), behind :meth:`require_admin`."""
         self.profiles = Profiles(stores.profiles, cipher, clock)
         """The profile use cases (SPEC §9), each behind the one gate (``profiles.gate``)."""
         self.proxies = Proxies(stores.proxies, self.secrets, clock)
         """The tenant's proxy pool (SPEC §14)."""
+        self.seam.proxy_of = self._proxy_of
+        self.seam.profile_data = self._profile_data
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Callable[[], float] = time.time) -> Service:
@@ -194,101 +196,37 @@ class Service:
         """Close sockets and store connections; browsers live on (SPEC §2)."""
         await self.browsers.aclose()
         await self.stores.aclose()
+        await self.journal.aclose()
 
-    # -- storage of records and snapshots -------------------------------------------------
+    # -- the seam (sitekeep.seam): records, snapshots, locks, browsers, the journal -------
 
     @staticmethod
     def _record_key(tenant: str, key: str) -> str:
-        return f"session/{tenant}/{key}"
+        return Seam.record_key(tenant, key)
 
     @staticmethod
     def _snapshot_key(tenant: str, key: str) -> str:
-        return f"site-data/{tenant}/{key}"
+        return Seam.snapshot_key(tenant, key)
 
     async def _load(self, tenant: str, key: str) -> SessionRecord | None:
-        """The record, or None; inside a seam, its revision is kept for :meth:`_put`."""
-        found = await self._store.read(self._record_key(tenant, key))
-        revisions = _REVISIONS.get()
-        if revisions is not None:
-            revisions[(tenant, key)] = found.revision if found else 0
-        if found is None:
-            return None
-        try:
-            return RECORD_JSON.validate_json(found.value)
-        except ValidationError as exc:
-            raise StoreUnavailable(f"session {key!r} is stored in an unreadable form") from exc
+        return await self.seam.load(tenant, key)
 
     async def _require(self, who: Principal, key: str) -> SessionRecord:
-        record = await self._load(who.tenant, check_key(key))
-        if record is None:
-            raise NotFound("session", key)
-        return record
+        return await self.seam.require(who, key)
 
     async def _put(self, record: SessionRecord) -> None:
-        """Write the record — only over the revision this call read (SPEC §13: a replica
-        whose lock ran out never overwrites a newer record) — and move its snapshot's
-        expiry with it (first: a failed write then leaves only a longer-lived snapshot).
-
-        Raises:
-            Conflict: another call wrote the record since this one read it; nothing was
-                written.
-        """
-        ttl = self.settings.session_ttl
-        ident = (record.tenant, record.key)
-        revisions = _REVISIONS.get()
-        assert revisions is not None, "a session record is written only inside a seam"
-        await self._store.expire(self._snapshot_key(*ident), ttl)
-        written = await self._store.write(
-            self._record_key(*ident),
-            RECORD_JSON.dump_json(record),
-            ttl=ttl,
-            revision=revisions.get(ident, 0),
-        )
-        if written is None:
-            raise Conflict(
-                f"session {record.key!r} was changed by another call meanwhile (this call's "
-                "lock had run out); nothing was written: try again"
-            )
-        revisions[ident] = written
+        await self.seam.put(record)
 
     async def _load_snapshot(self, tenant: str, key: str) -> SiteData | None:
-        sealed = await self._store.get(self._snapshot_key(tenant, key))
-        if sealed is None:
-            return None
-        plain = self._cipher.open(sealed, tenant=tenant, kind="site-data", ident=key)
-        return load_site_data(plain)
+        return await self.seam.load_snapshot(tenant, key)
 
     async def _put_snapshot(self, tenant: str, key: str, snapshot: SiteData) -> None:
-        sealed = self._cipher.seal(
-            dump_site_data(snapshot), tenant=tenant, kind="site-data", ident=key
-        )
-        await self._store.set(
-            self._snapshot_key(tenant, key), sealed, ttl=self.settings.session_ttl
-        )
+        await self.seam.put_snapshot(tenant, key, snapshot)
 
-    # -- the seam -------------------------------------------------------------------------
-
-    async def _seam(
-        self,
-        who: Principal,
-        key: str,
-        op: str,
-        args: Mapping[str, Any],
-        body: Callable[[], Awaitable[dict[str, Any]]],
-    ) -> dict[str, Any]:
-        """The one seam every browser-affecting call passes through: the session's lock
-        held, ``op`` and ``args`` naming the call (``args`` never holds a value). The
-        journal (SPEC §8) wraps it: a begin record before ``body``, a finish after.
-
-        The lock is shared by every process and replica on the same session store
-        (:mod:`sitekeep.stores.locks`): one call at a time per session, one browser per
-        session.
-
-        Raises:
-            SessionBusy: another call held the session past ``SITEKEEP_LOCK_WAIT``.
-        """
-        async with self._held(who.tenant, check_key(key)):
-            return await body()
+    def _held(
+        self, tenant: str, key: str, *, wait: float | None = None
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        return self.seam.held(tenant, key, wait=wait)
 
     def session_held(self, tenant: str, key: str) -> contextlib.AbstractAsyncContextManager[None]:
         """The session's lock held for a block (key rotation reseals a snapshot so).
@@ -303,188 +241,15 @@ class Service:
         """The cipher every blob is sealed with (its key ring follows the key file)."""
         return self._cipher
 
-    @contextlib.asynccontextmanager
-    async def _held(
-        self, tenant: str, key: str, *, wait: float | None = None
-    ) -> AsyncIterator[None]:
-        """The session's lock held, and a fresh table of the revisions this call reads."""
-        wait = self.settings.lock_wait if wait is None else wait
-        async with self.stores.locks.hold(f"{tenant}/{key}", wait=wait):
-            token = _REVISIONS.set({})
-            try:
-                yield
-            finally:
-                _REVISIONS.reset(token)
-
-    async def _drive(self, who: Principal, key: str, op: str, args: Any) -> dict[str, Any]:
-        """Run one operation (``operations.HANDLERS[op]``) in the session's live browser,
-        reopened silently if gone, then record where it landed."""
-
-        async def body() -> dict[str, Any]:
-            call = await self._call(who, key)
-            result = await HANDLERS[op](call, args)
-            return await self._finish(call, result)
-
-        return await self._seam(who, key, op, _redacted(op, args), body)
-
-    async def _call(self, who: Principal, key: str) -> Call:
-        record = await self._require(who, key)
-        browser, record = await self._browser_for(record)
-        return Call(self, who, browser, record)
-
-    async def where(self, call: Call) -> tuple[PageInfo, bool]:
-        """Where the browser is now, and whether its URL must be withheld: it holds the
-        value of a secret typed in this session (SPEC §7). A URL shown goes into
-        ``call.landed`` for the history."""
-        page = call.page or await call.browser.page_info()
-        call.page = None
-        withheld = await self._holds_secret(call.who.tenant, call.record, page.url)
-        if not withheld:
-            call.landed.append(page.url)
-        return page, withheld
-
-    async def _holds_secret(self, tenant: str, record: SessionRecord, url: str) -> bool:
-        for name, key in record.typed_secrets:
-            try:
-                value = await self.secrets.reveal(tenant, name, key)
-            except SitekeepError:
-                continue  # deleted or changed since: nothing of it can be in the URL
-            if _appears_in(value, url):
-                return True
-        return False
-
-    async def _finish(self, call: Call, result: dict[str, Any]) -> dict[str, Any]:
-        """Add where the browser landed (or withhold it), bump the history with every URL
-        the call reached, hand out a pending reopen report once, store the record."""
-        page, withheld = await self.where(call)
-        result = _well_formed({**result, **_landing(page, withheld)})
-        now = self._clock()
-        record = call.record
-        if record.reopened is not None:
-            result.setdefault("site_data", dict(record.reopened))
-        history = hist.bump_many(
-            record.history,
-            call.landed,
-            now,
-            ttl=self.settings.session_ttl,
-            cap=self.settings.history_cap,
-        )
-        await self._put(
-            replace(
-                record,
-                browser=call.browser.ref,
-                history=history,
-                reopened=None,
-                last_used_at=now,
-            )
-        )
-        return result
-
-    async def _browser_for(self, record: SessionRecord) -> tuple[LiveBrowser, SessionRecord]:
-        """The session's live browser; a gone one is reopened silently with a restore whose
-        report waits in ``record.reopened`` for the first result (SPEC §3)."""
-        if record.browser is not None:
-            live = await self._attach(record.browser, await self._proxy_of(record, gone=None))
-            if live is not None:
-                return live, record
-        live, report = await self._new_browser(record, land=record.url, restore_data=True)
-        record = replace(record, browser=live.ref, reopened=report)
-        await self._put(record)
-        return live, record
-
-    async def _new_browser(
-        self,
-        record: SessionRecord,
-        *,
-        land: str | None,
-        restore_data: bool,
-        preset: SiteData | None = None,
-    ) -> tuple[LiveBrowser, dict[str, Any] | None]:
-        """A new browser for the session, its run in the ledger: reserved under the caps
-        before the browser starts, and where it runs recorded before anything loads in it.
-
-        Raises:
-            CapacityExceeded: a cap is reached; no browser was started.
-            StoreUnavailable: the ledger cannot be reached; no browser is left running.
-        """
-        proxy = await self._proxy_of(record)
-        run = await self._reserve(record)
-        try:
-            live = await self.browsers.start(record.kind, insecure=record.insecure, proxy=proxy)
-        except BaseException:
-            await self._ledger(
-                self.stores.runs.close_run(run.id, at=self._clock(), reason="crashed")
-            )
-            raise
-        try:
-            await self.stores.runs.started(run.id, live.ref.endpoint, live.ref.session_id)
-        except BaseException:
-            await self._release(live.ref, "crashed")
-            raise
-        try:
-            return live, await self._fill_new_browser(live, record, land, restore_data, preset)
-        finally:
-            self.browsers.replenish()
-
-    async def _reserve(self, record: SessionRecord) -> Run:
-        """A run for a new browser of ``record``'s session, under the caps (SPEC §13),
-        counted over every replica; this session's own runs do not count.
-
-        Raises:
-            CapacityExceeded: ``scope`` tenant or global.
-        """
-        settings = self.settings
-        run = Run(
-            id=secrets.token_hex(12),
-            tenant=record.tenant,
-            session=record.key,
-            browser=record.kind,
-            opened_at=self._clock(),
-            replica=self.replica,
-        )
-        full = await self.stores.runs.reserve(
-            run, per_tenant=settings.max_sessions_per_tenant, total=settings.max_sessions
-        )
-        if full == "tenant":
-            cap = settings.max_sessions_per_tenant
-            raise CapacityExceeded(
-                f"this tenant has {cap} live browsers, its cap (SITEKEEP_MAX_SESSIONS_PER_TENANT):"
-                " close one (DELETE /v1/sessions/{key}/browser) and try again",
-                scope="tenant",
-                cap=cap,
-            )
-        if full == "global":
-            cap = settings.max_sessions
-            raise CapacityExceeded(
-                f"sitekeep runs {cap} live browsers, its cap (SITEKEEP_MAX_SESSIONS): try again"
-                " later",
-                scope="global",
-                cap=cap,
-            )
-        return run
-
-    async def _attach(
-        self, ref: BrowserRef, proxy: ProxySettings | None = None
-    ) -> LiveBrowser | None:
-        """The live browser ``ref`` names, or None — then its run is closed as crashed
-        (a no-op when a close or the reaper came first). ``proxy``: the one it runs
-        through, whose credentials a new BiDi connection answers again."""
-        live = await self.browsers.attach(ref, proxy=proxy)
-        if live is None:
-            await self._ledger(
-                self.stores.runs.close(ref.session_id, at=self._clock(), reason="crashed")
-            )
-        return live
-
     async def _proxy_of(
-        self, record: SessionRecord, *, gone: type[InvalidInput] | None = InvalidInput
+        self, record: SessionRecord, *, gone: type[InvalidInput] | None = None
     ) -> ProxySettings | None:
         """The proxy the session's browsers run through (SPEC §14), credentials included;
         None without one.
 
         Raises:
-            InvalidInput: ``country`` — the proxy left the pool (None with ``gone=None``:
-                a live browser keeps its routing).
+            InvalidInput: ``country`` — the proxy left the pool (with ``gone``; else None:
+                a browser started without it routes directly).
         """
         if record.proxy is None:
             return None
@@ -499,88 +264,38 @@ class Service:
             )
         return await self.proxies.settings(row)
 
-    async def _release(self, ref: BrowserRef, reason: ClosedReason) -> None:
-        """End a browser, then close its run: the browser is released first, and a ledger
-        that fails is logged, never in the way (SPEC §13)."""
-        await self.browsers.close(ref)
-        await self._ledger(self.stores.runs.close(ref.session_id, at=self._clock(), reason=reason))
-
-    @staticmethod
-    async def _ledger(write: Awaitable[object]) -> None:
-        try:
-            await write
-        except StoreUnavailable as exc:
-            log.warning("the run ledger missed a close: %s", exc.message)
-
-    async def _fill_new_browser(
-        self,
-        live: LiveBrowser,
-        record: SessionRecord,
-        land: str | None,
-        restore_data: bool,
-        preset: SiteData | None = None,
-    ) -> dict[str, Any] | None:
-        """Restore the session's snapshot (or ``preset``: a profile's site data) into a
-        new browser, then land; the restore report, or None when nothing was written."""
-        snapshot = None
-        if not record.insecure:  # restored cookies must never meet a man in the middle
-            snapshot = preset
-            if snapshot is None and restore_data:
-                snapshot = await self._load_snapshot(record.tenant, record.key)
-            if snapshot is None and restore_data and record.profile is not None:
-                snapshot = await self._profile_data(record)
-        if snapshot is None:
-            if land:
-                await live.navigate(land)
-            return None
-        warnings = await self._user_agent(live, record, snapshot)
-        report = await restore(live, snapshot, land, now=self._clock())
-        warnings.extend(report.warnings)
-        if not report.restored and not report.skipped and not warnings:
-            return None
-        result = {**report.as_json(), "uri": self._site_data_uri(record.key)}
-        if warnings:
-            result["warnings"] = warnings
-        return result
-
     async def _profile_data(self, record: SessionRecord) -> SiteData | None:
         """The site data of the profile the session was opened from, for a browser of a
-        session that has saved none of its own yet — if its owner may still use it."""
-        assert record.profile is not None
+        session that has saved nothing of its own yet — if its owner may still use it."""
+        if record.profile is None:
+            return None
         owner = Principal(record.tenant, record.owner, "member")
         try:
             return (await self.profiles.load(owner, record.profile, "use")).site_data
         except (NotFound, Forbidden):
             return None  # deleted, or no longer shared: the session starts signed out
 
-    async def _user_agent(
-        self, live: LiveBrowser, record: SessionRecord, snapshot: SiteData
-    ) -> list[dict[str, Any]]:
-        """Apply the snapshot's User-Agent when the session keeps it; warn when the
-        browser runs under another one (SPEC §3 Cross-browser)."""
-        saved = snapshot.user_agent
-        if saved is None:
-            return []
-        warnings: list[dict[str, Any]] = []
-        if record.keep_user_agent:
-            why = await override_user_agent(live, saved)
-            if why is not None:
-                warnings.append(
-                    {
-                        "type": "user_agent_not_applied",
-                        "reason": why,
-                        "message": f"this {live.ref.kind} cannot override its User-Agent "
-                        "over BiDi (emulation.setUserAgentOverride)",
-                    }
-                )
-        changed = changed_warning(saved, await current_user_agent(live))
-        if changed is not None:
-            warnings.append(changed)
-        return warnings
+    async def _seam(
+        self,
+        who: Principal,
+        key: str,
+        op: str,
+        args: Mapping[str, Any],
+        body: Callable[[], Awaitable[dict[str, Any]]],
+    ) -> dict[str, Any]:
+        """``body`` with the session's lock held and nothing journaled: for writes that
+        touch no browser and need no mark (tests arranging a session). ``op`` and
+        ``args`` name the call."""
+        del op, args
+
+        async def run(_: Session) -> dict[str, Any]:
+            return await body()
+
+        return await self.seam.call(who, key, run, inspect=False)
 
     @staticmethod
     def _site_data_uri(key: str) -> str:
-        return f"sitekeep://sessions/{key}/site-data"
+        return site_data_uri(key)
 
     # -- use cases ------------------------------------------------------------------------
 
@@ -610,7 +325,9 @@ class Service:
         ``profile`` (an id ``who`` may use, SPEC §9) starts a new browser with the
         profile's site data restored before it lands (on ``url``, else the last page,
         else the profile's first site); ``site_data.profile`` names it. Later saves of
-        the session do not write back into the profile.
+        the session do not write back into the profile. ``country`` (default: the
+        profile's) routes the session's browsers through a proxy of that country from
+        the tenant's pool (SPEC §14); an unknown one is a 400 naming the known ones.
 
         Returns:
             ``{key, url, title, site_data?, hint?}``.
@@ -639,27 +356,33 @@ class Service:
             "keep_user_agent": keep_user_agent,
         }
 
-        async def body() -> dict[str, Any]:
-            return await self._open_locked(
-                who,
-                key,
-                kind or self.settings.browser,
-                kind is not None,
-                url,
-                restore_site_data=restore_site_data,
-                fresh=fresh or loaded is not None,
-                insecure=insecure,
-                keep_user_agent=keep_user_agent,
-                profile=loaded,
-                route=route,
-            )
+        async def body(s: Session) -> dict[str, Any]:
+            begun = await s.begin("open_session", args)
+            try:
+                result = await self._open_locked(
+                    s,
+                    kind or self.settings.browser,
+                    kind is not None,
+                    url,
+                    restore_site_data=restore_site_data,
+                    fresh=fresh or loaded is not None,
+                    insecure=insecure,
+                    keep_user_agent=keep_user_agent,
+                    profile=loaded,
+                    route=route,
+                )
+            except SitekeepError as exc:
+                await s.finish(begun, exc, looked=False)
+                raise
+            await s.look()
+            await s.finish(begun, refs="invalidated")
+            return await s.end(result)
 
-        return await self._seam(who, key, "open_session", args, body)
+        return await self.seam.call(who, key, body)
 
     async def _open_locked(
         self,
-        who: Principal,
-        key: str,
+        s: Session,
         kind: BrowserKind,
         kind_given: bool,
         url: str | None,
@@ -672,7 +395,8 @@ class Service:
         route: ProxyRow | None = None,
     ) -> dict[str, Any]:
         now = self._clock()
-        record = await self._load(who.tenant, key) or SessionRecord(
+        who, key = s.who, s.key
+        record = s.record or SessionRecord(
             tenant=who.tenant,
             key=key,
             owner=who.subject,
@@ -682,32 +406,38 @@ class Service:
         )
         result: dict[str, Any] = {"key": key}
         if not restore_site_data:
-            result["site_data"] = {"forgotten": await self._forget_snapshot(who.tenant, key)}
+            forgotten = await self._forget_snapshot(who.tenant, key)
+            await s.mark("forgotten", detail={"hosts": forgotten})
+            result["site_data"] = {"forgotten": forgotten}
         rerouted = route is not None and route.name != record.proxy
         live = await self._reusable(
             record, kind if kind_given else record.kind, insecure, fresh or rerouted
         )
         record = replace(record, kind=kind if kind_given else record.kind, insecure=insecure)
-        if route is not None:
-            record = replace(record, country=route.country, proxy=route.name)
         if keep_user_agent is not None:
             record = replace(record, keep_user_agent=keep_user_agent)
+        if route is not None:
+            record = replace(record, country=route.country, proxy=route.name)
         if profile is not None:
             record = replace(record, profile=profile.row.id)
         if live is None:
             preset = profile.site_data if profile is not None else None
-            live, report = await self._new_browser(
+            live, report = await self.seam.new_browser(
                 record,
                 land=url or record.url or (first_site(preset) if preset else None),
                 restore_data=restore_site_data,
                 preset=preset,
+                proxy=await self._proxy_of(record, gone=InvalidInput),
             )
+            s.browser = live
+            await s.journal_new_browser("opened", report)
             if report is not None:
                 result["site_data"] = report
             if profile is not None:
                 named = {"id": profile.row.id, "name": profile.row.name}
                 result["site_data"] = {**result.get("site_data", {}), "profile": named}
         else:
+            s.browser = live
             if keep_user_agent:
                 snapshot = await self._load_snapshot(who.tenant, key)
                 if snapshot is not None and snapshot.user_agent:
@@ -718,8 +448,8 @@ class Service:
             result["hint"] = INSECURE_HINT
         if record.proxy is not None:
             result["proxy"] = {"name": record.proxy, "country": record.country}
-        record = replace(record, browser=live.ref, reopened=None, refs=None)
-        return await self._finish(Call(self, who, live, record), result)
+        s.record = replace(record, browser=live.ref, reopened=None, refs=None)
+        return result
 
     async def _reusable(
         self, record: SessionRecord, kind: BrowserKind, insecure: bool, fresh: bool
@@ -727,11 +457,11 @@ class Service:
         """The live browser to keep using, or None (after closing one that cannot stay)."""
         if record.browser is None:
             return None
-        live = await self._attach(record.browser, await self._proxy_of(record, gone=None))
+        live = await self.seam.attach(record.browser, await self._proxy_of(record))
         if live is None:
             return None
         if fresh or record.browser.kind != kind or record.browser.insecure != insecure:
-            await self._release(record.browser, "closed")
+            await self.seam.release(record.browser, "closed")
             return None
         return live
 
@@ -772,7 +502,12 @@ class Service:
             secret or element. StaleRef: a ref from an old snapshot. SecretNotAllowed:
             a secret on a host it may not be typed on. NavigationFailed, BrowserUnavailable.
         """
-        return await self._drive(who, key, op, parse_args(op, args))
+        parsed = parse_args(op, args)
+
+        async def body(s: Session) -> dict[str, Any]:
+            return await s.end(await s.dispatch(op, parsed))
+
+        return await self.seam.call(who, key, body)
 
     async def navigate(self, who: Principal, key: str, url: str) -> dict[str, Any]:
         """Go to ``url`` and wait for the page to load. Returns ``{url, title}``.
@@ -813,13 +548,19 @@ class Service:
             raise InvalidInput("on_error is stop or continue", field="on_error")
         parsed = parse_steps(steps)
 
-        async def body() -> dict[str, Any]:
-            call = await self._call(who, key)
-            report = await run_steps(call, parsed, "continue" if on_error == "continue" else "stop")
-            return await self._finish(call, report)
+        steps_args = [{"op": p.op, **p.args.model_dump(exclude_none=True)} for p in parsed]
 
-        args = {"steps": [_redacted(s.op, s.args) for s in parsed], "on_error": on_error}
-        return await self._seam(who, key, "run_flow", args, body)
+        async def body(s: Session) -> dict[str, Any]:
+            s.require()
+            begun = await s.begin("run_flow", {"steps": steps_args, "on_error": on_error})
+            report = await run_steps(s, parsed, "continue" if on_error == "continue" else "stop")
+            if s.last is None and s.browser is not None:
+                await s.look()
+            if not s.unsettled:
+                await s.finish(begun, refs="unknown")
+            return await s.end(report)
+
+        return await self.seam.call(who, key, body)
 
     async def save_site_data(
         self,
@@ -851,88 +592,17 @@ class Service:
         if profile is not None:
             await self.profiles.get(who, profile, "capture")  # the gate, before the browser
 
-        async def body() -> dict[str, Any]:
-            call = await self._call(who, key)
-            result = await self.save_in(call, full=full, indexed_db=indexed_db)
+        async def body(s: Session) -> dict[str, Any]:
+            s.save_full = full
+            result = await s.dispatch("save_site_data", SaveArgs(indexed_db=indexed_db))
             if profile is not None:
                 snapshot = await self._load_snapshot(who.tenant, key) or SiteData()
                 kept = captured(snapshot, None, self._clock())
                 row = await self.profiles.write(who, profile, kept)
                 result["profile"] = profile_json(row, who, self._clock())
-            return await self._finish(call, result)
+            return await s.end(result)
 
-        args = {"full": full, "indexed_db": indexed_db, "profile": profile}
-        return await self._seam(who, key, "save_site_data", args, body)
-
-    async def save_in(
-        self, call: Call, *, full: bool = False, indexed_db: bool = False
-    ) -> dict[str, Any]:
-        """The save itself, inside a call: the pages the call reached so far go into the
-        history first, so the save reads their storage too (SPEC §4 flows)."""
-        snapshot, skipped, order, spare_reads = await self._read_site_data(call, full, indexed_db)
-        await self._put_snapshot(call.record.tenant, call.record.key, snapshot)
-        saved = {
-            "cookies": len(snapshot.cookies),
-            "sites": [o for o in order if o in snapshot.origins]
-            + sorted(set(snapshot.origins) - set(order)),
-            "skipped": [s.as_json() for s in skipped],
-            "spare_reads": spare_reads,
-        }
-        return {"saved": saved, "uri": self._site_data_uri(call.record.key)}
-
-    async def _read_site_data(
-        self, call: Call, full: bool, indexed_db: bool
-    ) -> tuple[SiteData, list[Skipped], list[str], int]:
-        """What a save would store (composed over the session's snapshot), what it left
-        out, the origins in visit order and how many were read through the spare tab —
-        nothing written yet."""
-        record = replace(
-            call.record,
-            history=hist.bump_many(
-                call.record.history,
-                call.landed,
-                self._clock(),
-                ttl=self.settings.session_ttl,
-                cap=self.settings.history_cap,
-            ),
-        )
-        call.record, call.landed = record, []
-        browser = call.browser
-        page = await browser.page_info()
-        current = hist.origin_of(page.url)
-        order = ([current] if current else []) + [
-            e.origin for e in record.history if e.origin != current
-        ]
-        read = await save_read(browser, order, deadline=self.settings.save_deadline, full=full)
-        databases: dict[str, list[dict[str, Any]]] | None = None
-        databases_failed: dict[str, str] = {}
-        if indexed_db:
-            databases, databases_failed = await read_databases(
-                browser, order, deadline=self.settings.save_deadline
-            )
-        previous = await self._load_snapshot(record.tenant, record.key)
-        session = read.session if read.session_read or previous is None else previous.session
-        cookies = settle_jar(browser, read.cookies, previous.cookies if previous else ())
-        snapshot, skipped = sitedata.compose(
-            previous,
-            cookies=cookies,
-            read=read.local,
-            session=session,
-            not_read=read.not_read,
-            visit_order=order,
-            saved_at=self._clock(),
-            cap=self.settings.snapshot_cap,
-            tabs=read.tabs,
-            user_agent=read.user_agent,
-            indexed_db=databases,
-            indexed_db_failed=databases_failed,
-        )
-        if not indexed_db:
-            skipped.extend(Skipped(o, NOT_CARRIED) for o in order if o in read.idb_origins)
-        skipped.extend(Skipped(o, PARTITIONED) for o in read.partitioned)
-        skipped.extend(lost_reason(c) for c in read.lost_cookies)
-        call.page = page
-        return snapshot, skipped, order, read.spare_reads
+        return await self.seam.call(who, key, body)
 
     async def current(self, who: Principal, key: str) -> dict[str, Any]:
         """The current page (without touching the browser's state) and a site-data summary.
@@ -944,9 +614,9 @@ class Service:
         live = await self._live(record)
         page = await live.page_info() if live is not None else None
         url = page.url if page else record.url
-        withheld = url is not None and await self._holds_secret(who.tenant, record, url)
+        withheld = url is not None and await self.seam.holds_secret(who.tenant, record, url)
         snapshot = await self._load_snapshot(who.tenant, key)
-        return _well_formed(
+        return well_formed(
             {
                 "key": key,
                 **({"url_withheld": True} if withheld else {"url": url}),
@@ -975,7 +645,7 @@ class Service:
                 record = await self._load(tenant, key)
                 if record is None or record.browser is None:
                     continue
-                await self._release(record.browser, "closed")
+                await self.seam.release(record.browser, "closed")
                 await self._put(replace(record, browser=None))
             ended += 1
         await self.browsers.end_pools()
@@ -991,7 +661,7 @@ class Service:
         """The session's browser as it is now (no reopen), or None."""
         if record.browser is None:
             return None
-        proxy = await self._proxy_of(record, gone=None)
+        proxy = await self._proxy_of(record)
         return await self.browsers.attach(record.browser, proxy=proxy)
 
     async def record(self, who: Principal, key: str) -> SessionRecord:
@@ -1001,28 +671,39 @@ class Service:
     async def close_browser(self, who: Principal, key: str) -> dict[str, Any]:
         """Close the session's browser; the record, history and snapshot stay."""
 
-        async def body() -> dict[str, Any]:
-            record = await self._require(who, key)
+        async def body(s: Session) -> dict[str, Any]:
+            record = s.require()
+            begun = await s.begin("close_browser", {})
             if record.browser is not None:
-                await self._release(record.browser, "closed")
+                await self.seam.release(record.browser, "closed")
+            await s.finish(begun, refs="invalidated", looked=False)
             await self._put(replace(record, browser=None, last_used_at=self._clock()))
             return {"key": key, "closed": record.browser is not None}
 
-        return await self._seam(who, key, "close_browser", {}, body)
+        return await self.seam.call(who, key, body, inspect=False)
 
     async def delete_session(self, who: Principal, key: str) -> dict[str, Any]:
         """Delete the session and everything keyed to it (its browser closes)."""
 
-        async def body() -> dict[str, Any]:
-            record = await self._require(who, key)
+        async def body(s: Session) -> dict[str, Any]:
+            record = s.require()
             if record.browser is not None:
-                await self._release(record.browser, "closed")
+                await self.seam.release(record.browser, "closed")
             await self._store.delete(
                 self._record_key(who.tenant, key), self._snapshot_key(who.tenant, key)
             )
+            await self._remove_journal(who.tenant, key)
             return {"key": key, "deleted": True}
 
-        return await self._seam(who, key, "delete_session", {}, body)
+        return await self.seam.call(who, key, body, inspect=False)
+
+    async def _remove_journal(self, tenant: str, key: str) -> None:
+        """The session's journal goes with it (SPEC §8): deleted, or expired."""
+        self.seam.forget_track(tenant, key)
+        try:
+            await self.journal.remove(JournalKey(tenant, key))
+        except (OSError, StoreUnavailable) as exc:
+            log.warning("a journal could not be removed: %s", exc)
 
     async def site_data(self, who: Principal, key: str) -> dict[str, Any]:
         """The snapshot by host, counts only (SPEC §5 resource)."""
@@ -1056,7 +737,7 @@ class Service:
         snapshot = await self._load_snapshot(who.tenant, key)
         if snapshot is None:
             raise NotFound("site", site)
-        return _well_formed({"key": key, **sitedata.host_view(snapshot, site)})
+        return well_formed({"key": key, **sitedata.host_view(snapshot, site)})
 
     # -- profiles (SPEC §9): the gate lives in ``self.profiles``; these join it to sessions
 
@@ -1132,16 +813,30 @@ class Service:
         """
         await self.profiles.get(who, ident, "capture")
 
-        async def body() -> dict[str, Any]:
-            call = await self._call(who, session)
-            snapshot, _skipped, _order, _spare = await self._read_site_data(call, False, False)
-            kept = captured(snapshot, cookies, self._clock())
-            row = await self.profiles.write(who, ident, kept)
-            done = {"cookies": len(kept.cookies), "sites": sorted(kept.origins)}
-            return await self._finish(call, {"profile": self._profile(row, who), "captured": done})
-
         args = {"profile": ident, "cookies": None if cookies is None else len(cookies)}
-        return await self._seam(who, session, "capture_profile", args, body)
+
+        async def body(s: Session) -> dict[str, Any]:
+            record = s.require()
+            begun = await s.begin("capture_profile", args)
+            try:
+                browser = await s.live()
+                # The pages reached so far go into the history first: their storage is read.
+                s.record = record = replace(
+                    s.require(), history=self.seam.bumped(s.require().history, s.pages)
+                )
+                s.pages = []
+                snapshot, *_ = await self.seam.read_site_data(record, browser, False, False)
+                kept = captured(snapshot, cookies, self._clock())
+                row = await self.profiles.write(who, ident, kept)
+            except SitekeepError as exc:
+                await s.finish(begun, exc, looked=False)
+                raise
+            await s.look()
+            await s.finish(begun, refs="reused")
+            done = {"cookies": len(kept.cookies), "sites": sorted(kept.origins)}
+            return await s.end({"profile": self._profile(row, who), "captured": done})
+
+        return await self.seam.call(who, session, body)
 
     async def import_profile_state(
         self,
@@ -1388,7 +1083,27 @@ class Service:
                 continue
             if reason is not None:
                 counts[reason] = counts.get(reason, 0) + 1
+        removed = await self._reap_journals()
+        if removed:
+            counts["journals"] = removed
         return counts
+
+    async def _reap_journals(self) -> int:
+        """Remove the journals of sessions that expired (or never came to be): a journal
+        lives exactly as long as its session's record (SPEC §8). A session in use is left
+        alone."""
+        removed = 0
+        for jkey in await self.journal.backend.keys():
+            try:
+                async with self._held(jkey.tenant, jkey.key, wait=0):
+                    if await self._load(jkey.tenant, jkey.key) is None:
+                        await self._remove_journal(jkey.tenant, jkey.key)
+                        removed += 1
+            except SessionBusy:
+                continue
+            except StoreUnavailable as exc:
+                log.warning("the reaper skipped a journal: %s", exc.message)
+        return removed
 
     async def run_reaper(self) -> None:
         """Reap every ``reap_interval`` seconds until cancelled (each ``sitekeep serve``
@@ -1413,45 +1128,8 @@ class Service:
         owned = record is not None and reaping.owns(record, run)
         if owned and record is not None:
             await self._put(replace(record, browser=None))
-        await self._ledger(self.stores.runs.close_run(run.id, at=self._clock(), reason=reason))
+        await self.seam.ledger(self.stores.runs.close_run(run.id, at=self._clock(), reason=reason))
         return reason
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _well_formed(result: dict[str, Any]) -> dict[str, Any]:
-    """``result`` with each lone UTF-16 surrogate in its strings (a page's title, a storage
-    key, a value in the owner's view) replaced by U+FFFD, so every facade can encode it as
-    UTF-8. Results show state; the snapshot keeps it exactly (``model.json_bytes``)."""
-    cleaned: dict[str, Any] = _scrub(result)
-    return cleaned
-
-
-def _scrub(value: Any) -> Any:
-    if isinstance(value, str):
-        return value if value.isascii() else _LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {_scrub(k): _scrub(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_scrub(v) for v in value]
-    return value
-
-
-def _landing(page: PageInfo, withheld: bool) -> dict[str, Any]:
-    """``{url, title}`` of where a call landed, or the title alone with ``url_withheld``."""
-    if withheld:
-        return {"url_withheld": True, "title": page.title}
-    return {"url": page.url, "title": page.title}
-
-
-def _appears_in(value: str, url: str) -> bool:
-    """Whether a secret value stands in a URL, as typed or URL-encoded (a GET form puts
-    field values in the query string, RFC 3986 / HTML §form submission)."""
-    if not value:
-        return False
-    forms = {value, quote(value, safe=""), quote_plus(value), quote(value)}
-    return any(form in url for form in forms) or value in unquote_plus(url)
 
 
 def _utf8(data: bytes) -> str:
@@ -1490,16 +1168,3 @@ def _run_json(run: Run) -> dict[str, Any]:
         "closed_at": run.closed_at,
         "closed_reason": run.closed_reason,
     }
-
-
-def _redacted(op: str, args: Any) -> dict[str, Any]:
-    """An operation's arguments fit for a log or the journal: no typed text, no URL
-    query or fragment (they may carry codes and tokens)."""
-    if args is None:
-        return {}
-    raw = args.model_dump() if hasattr(args, "model_dump") else dict(args)
-    if "text" in raw and op == "type":
-        raw["text"] = f"<{len(raw['text'])} characters>"
-    if isinstance(raw.get("url"), str):
-        raw["url"] = hist.trim_url(raw["url"])
-    return raw

@@ -13,6 +13,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sitekeep.errors import InvalidInput
+from sitekeep.limits import (
+    MAX_KEYS,
+    MAX_NAME,
+    MAX_REF,
+    MAX_SELECTOR,
+    MAX_STEPS,
+    MAX_TEXT,
+    MAX_URL,
+    MAX_VALUE,
+)
 
 __all__ = [
     "OPERATIONS",
@@ -35,11 +45,10 @@ __all__ = [
 
 OnError = Literal["stop", "continue"]
 
-MAX_STEPS = 100
-
 
 class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: JSON types as written; "10" is no int and 0 no bool (issue #8 item 11).
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class NoArgs(_Args):
@@ -55,12 +64,16 @@ class SaveArgs(_Args):
 
 
 class NavigateArgs(_Args):
-    url: str = Field(description="An http(s) URL, or about:blank.")
+    url: str = Field(description="An http(s) URL, or about:blank.", max_length=MAX_URL)
 
 
 class _Target(_Args):
-    ref: str | None = Field(default=None, description="An element ref from snapshot: e1, e2…")
-    selector: str | None = Field(default=None, description="A CSS selector, instead of ref.")
+    ref: str | None = Field(
+        default=None, description="An element ref from snapshot: e1, e2…", max_length=MAX_REF
+    )
+    selector: str | None = Field(
+        default=None, description="A CSS selector, instead of ref.", max_length=MAX_SELECTOR
+    )
 
     @model_validator(mode="after")
     def _one_target(self) -> _Target:
@@ -74,33 +87,39 @@ class ClickArgs(_Target):
 
 
 class TypeArgs(_Target):
-    text: str = Field(description="What to type; it replaces what the field holds.")
+    text: str = Field(
+        description="What to type; it replaces what the field holds.", max_length=MAX_TEXT
+    )
     submit: bool = Field(default=False, description="Press Enter after typing.")
 
 
 class TypeSecretArgs(_Target):
-    secret: str = Field(description="The secret's name in the catalogue.")
-    field: str = Field(description="Which of its values: username, password…")
+    secret: str = Field(description="The secret's name in the catalogue.", max_length=MAX_NAME)
+    field: str = Field(description="Which of its values: username, password…", max_length=MAX_NAME)
     submit: bool = Field(default=False, description="Press Enter after typing.")
 
 
 class PressArgs(_Args):
-    keys: str = Field(description="Keys: Enter, Tab, Escape, ArrowDown, Control+A…")
+    keys: str = Field(
+        description="Keys: Enter, Tab, Escape, ArrowDown, Control+A…", max_length=MAX_KEYS
+    )
 
 
 class SelectArgs(_Target):
-    value: str = Field(description="The option's value or its visible label.")
+    value: str = Field(description="The option's value or its visible label.", max_length=MAX_VALUE)
 
 
 class ReadArgs(_Args):
-    selector: str | None = Field(default=None, description="CSS; the whole page when absent.")
+    selector: str | None = Field(
+        default=None, description="CSS; the whole page when absent.", max_length=MAX_SELECTOR
+    )
     max_chars: int = Field(default=20_000, ge=1, le=200_000)
 
 
 class WaitForArgs(_Args):
-    text: str | None = None
-    selector: str | None = None
-    timeout: float = Field(default=5.0, gt=0, le=120)
+    text: str | None = Field(default=None, max_length=MAX_TEXT)
+    selector: str | None = Field(default=None, max_length=MAX_SELECTOR)
+    timeout: float = Field(default=5.0, gt=0, le=120, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _one_condition(self) -> WaitForArgs:
@@ -110,7 +129,7 @@ class WaitForArgs(_Args):
 
 
 class AssertTextArgs(_Args):
-    text: str
+    text: str = Field(max_length=MAX_TEXT)
 
 
 OPERATIONS: dict[str, type[_Args]] = {

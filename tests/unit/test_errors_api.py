@@ -24,6 +24,7 @@ from sitekeep.errors import (
     AssertionFailed,
     BidiError,
     BidiTimeout,
+    BodyTooLarge,
     BrowserUnavailable,
     CapacityExceeded,
     Conflict,
@@ -31,9 +32,11 @@ from sitekeep.errors import (
     InvalidInput,
     JournalConflict,
     JournalUnavailable,
+    MethodNotAllowed,
     NavigationFailed,
     NoHistoryEntry,
     NotFound,
+    OwnAddress,
     RecordTooLarge,
     SecretNotAllowed,
     SessionBusy,
@@ -66,6 +69,9 @@ CASES: dict[str, tuple[SitekeepError, int]] = {
     "JournalUnavailable": (JournalUnavailable("no space left for the journal", errno=28), 503),
     "RecordTooLarge": (RecordTooLarge(size=17_000_000, cap=16_777_216), 503),
     "JournalConflict": (JournalConflict(expected="a" * 32, head="b" * 32), 409),
+    "BodyTooLarge": (BodyTooLarge(cap=1_048_576), 413),
+    "OwnAddress": (OwnAddress(), 403),
+    "MethodNotAllowed": (MethodNotAllowed("PUT", "/v1/sessions/k", ("DELETE", "GET")), 405),
 }
 
 
@@ -160,6 +166,12 @@ def test_structured_fields_travel_in_the_body(client: TestClient) -> None:
         client.get("/raise/NavigationFailed").json()["error"]["reason"]
         == "net::ERR_NAME_NOT_RESOLVED"
     )
+
+
+def test_method_not_allowed_lists_the_methods_in_allow(client: TestClient) -> None:
+    reply = client.get("/raise/MethodNotAllowed")
+    assert reply.headers["allow"] == "DELETE, GET"
+    assert reply.json()["error"]["allow"] == ["DELETE", "GET"]
 
 
 def test_unauthorized_asks_for_a_bearer_token(client: TestClient) -> None:

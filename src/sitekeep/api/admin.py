@@ -14,27 +14,24 @@ Routes::
     DELETE /admin/sessions/{key}/site-data        Clear: {key, gone: [hosts]}
     GET    /admin/sessions/{key}/site-data/{site} one host in full, httpOnly values "•••"
     DELETE /admin/sessions/{key}/site-data/{site} Forget: {key, site, gone, hosts}
+    GET    /admin/sessions/{key}/journal?after=&limit=  {key, rows, next}: the timeline
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Query
 
-from sitekeep.api.app import Svc, Who
-from sitekeep.model import Principal
+from sitekeep.api.app import Admin, Key, Site, Svc
 
 __all__ = ["router"]
 
 JSON = dict[str, Any]
 
 
-def _admin(request: Request, svc: Svc, who: Who) -> Principal:
-    return svc.require_admin(who, f"{request.method} {request.url.path}")
-
-
-AdminWho = Annotated[Principal, Depends(_admin)]
+AdminWho = Admin
+"""The app's one admin gate (``api.app._admin``): the OpenAPI document finds it there."""
 
 router = APIRouter(prefix="/admin", tags=["admin"])
 
@@ -47,37 +44,50 @@ async def admin_sessions(who: AdminWho, svc: Svc) -> JSON:
 
 
 @router.get("/sessions/{key}/history")
-async def admin_history(key: str, who: AdminWho, svc: Svc) -> JSON:
+async def admin_history(key: Key, who: AdminWho, svc: Svc) -> JSON:
     """Where the session has been, by host, joined with secrets and snapshot counts."""
     return {"key": key, **(await svc.admin.history(who, key)).as_json()}
 
 
 @router.delete("/sessions/{key}/history")
-async def admin_clear_history(key: str, who: AdminWho, svc: Svc) -> JSON:
+async def admin_clear_history(key: Key, who: AdminWho, svc: Svc) -> JSON:
     """Clear: keep only the top entry. Site data and the browser are untouched."""
     return await svc.admin.clear_history(who, key)
 
 
 @router.get("/sessions/{key}/site-data")
-async def admin_site_data(key: str, who: AdminWho, svc: Svc) -> JSON:
+async def admin_site_data(key: Key, who: AdminWho, svc: Svc) -> JSON:
     """The snapshot by host, counts only."""
     return {"key": key, **(await svc.admin.site_data(who, key)).as_json()}
 
 
 @router.delete("/sessions/{key}/site-data")
-async def admin_clear_site_data(key: str, who: AdminWho, svc: Svc) -> JSON:
+async def admin_clear_site_data(key: Key, who: AdminWho, svc: Svc) -> JSON:
     """Clear: delete the snapshot. The history and the live browser are untouched."""
     return await svc.admin.clear_site_data(who, key)
 
 
 @router.get("/sessions/{key}/site-data/{site}")
-async def admin_site_data_host(key: str, site: str, who: AdminWho, svc: Svc) -> JSON:
+async def admin_site_data_host(key: Key, site: Site, who: AdminWho, svc: Svc) -> JSON:
     """One host in full, httpOnly values ``•••``."""
     return await svc.admin.site_data_host(who, key, site)
 
 
 @router.delete("/sessions/{key}/site-data/{site}")
-async def admin_forget(key: str, site: str, who: AdminWho, svc: Svc) -> JSON:
+async def admin_forget(key: Key, site: Site, who: AdminWho, svc: Svc) -> JSON:
     """Forget one host: its storage and its own cookies. The history and the live
     browser are untouched."""
     return await svc.admin.forget(who, key, site)
+
+
+@router.get("/sessions/{key}/journal")
+async def admin_journal(
+    key: Key,
+    who: AdminWho,
+    svc: Svc,
+    after: Annotated[str | None, Query(max_length=64)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> JSON:
+    """The session's journal as a timeline (SPEC §8): operation, redacted arguments,
+    outcome, url and duration per row, oldest first; ``next`` pages on (None at the end)."""
+    return await svc.admin.journal(who, key, after=after, limit=limit)

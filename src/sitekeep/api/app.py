@@ -13,45 +13,58 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
 import anyio
-from fastapi import Body, Depends, FastAPI, Query, Request
+from fastapi import Body, Depends, FastAPI, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from sitekeep import __version__
+from sitekeep.api.body import BodyGuard
 from sitekeep.api.errors import install_error_handlers
+from sitekeep.api.openapi import install_openapi
 from sitekeep.config import Settings
+from sitekeep.limits import MAX_KEY, MAX_NAME, MAX_SITE, MAX_STEPS, MAX_URL
 from sitekeep.mcp import build_server
 from sitekeep.mcp.http import mcp_route, principal_from_request
 from sitekeep.model import Principal
 from sitekeep.service import Service
 from sitekeep.steps import OPERATIONS
 
-__all__ = ["create_app"]
+__all__ = ["KEY_PATTERN", "Key", "Name", "Site", "create_app"]
+
+KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+"""A session key (``sitekeep.policy.check_key``)."""
+
+Key = Annotated[
+    str, Path(description="The session's key.", pattern=KEY_PATTERN, max_length=MAX_KEY)
+]
+Name = Annotated[str, Path(description="A name in the tenant's catalogue.", max_length=MAX_NAME)]
+Site = Annotated[str, Path(description="A host or origin.", max_length=MAX_SITE)]
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: JSON types as written; 0 is no bool, "10" no int (issue #8 item 11).
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class OpenBody(_Body):
-    key: str | None = None
-    browser: str | None = None
-    url: str | None = None
-    profile: str | None = None
+    key: str | None = Field(default=None, pattern=KEY_PATTERN, max_length=MAX_KEY)
+    browser: Literal["chromium", "firefox"] | None = None
+    url: str | None = Field(default=None, max_length=MAX_URL)
+    profile: str | None = Field(default=None, max_length=MAX_NAME)
     restore_site_data: bool = True
     fresh: bool = False
     insecure: bool = False
-    country: str | None = None
+    country: str | None = Field(default=None, max_length=MAX_NAME)
     keep_user_agent: bool | None = None
     """Run under the User-Agent the site data was saved under (kept for the session)."""
 
 
 class NavigateBody(_Body):
-    url: str
+    url: str = Field(max_length=MAX_URL)
 
 
 class SaveBody(_Body):
-    profile: str | None = None
+    profile: str | None = Field(default=None, max_length=MAX_NAME)
     indexed_db: bool = False
     """Also carry every visited origin's IndexedDB databases (schema and records)."""
     full: bool = False
@@ -93,7 +106,7 @@ JSON = dict[str, Any]
 
 
 class FlowBody(_Body):
-    steps: list[dict[str, Any]]
+    steps: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_STEPS)
     on_error: Literal["stop", "continue"] = "stop"
 
 
@@ -102,7 +115,7 @@ def _page_route(app: FastAPI, op: str, model: type[BaseModel]) -> None:
     the operation's arguments, validated by ``sitekeep.steps`` so errors name the field."""
 
     async def handler(
-        key: str, who: Who, svc: Svc, body: Annotated[dict[str, Any] | None, Body()] = None
+        key: Key, who: Who, svc: Svc, body: Annotated[dict[str, Any] | None, Body()] = None
     ) -> JSON:
         return await svc.act(who, key, op, **(body or {}))
 
@@ -134,6 +147,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="sitekeep", version=__version__, lifespan=lifespan)
     install_error_handlers(app)
+    install_openapi(app, auth=_principal, admin=_admin)
+    app.add_middleware(BodyGuard, max_body=settings.max_body)
     _routes(app)
     # MCP over streamable HTTP at /mcp: the same service, the caller from the bearer token.
     mcp_server = build_server(lambda: app.state.service, principal_from_request)
@@ -165,11 +180,11 @@ def _routes(app: FastAPI) -> None:
         return await svc.open_session(who, **(body or OpenBody()).model_dump())
 
     @app.get("/v1/sessions/{key}", tags=["sessions"])
-    async def current(key: str, who: Who, svc: Svc) -> JSON:
+    async def current(key: Key, who: Who, svc: Svc) -> JSON:
         return await svc.current(who, key)
 
     @app.post("/v1/sessions/{key}/navigate", tags=["pages"])
-    async def navigate(key: str, body: NavigateBody, who: Who, svc: Svc) -> JSON:
+    async def navigate(key: Key, body: NavigateBody, who: Who, svc: Svc) -> JSON:
         return await svc.navigate(who, key, body.url)
 
     for op, model in OPERATIONS.items():
@@ -177,26 +192,26 @@ def _routes(app: FastAPI) -> None:
             _page_route(app, op, model)
 
     @app.post("/v1/sessions/{key}/flows", tags=["flows"])
-    async def run_flow(key: str, body: FlowBody, who: Who, svc: Svc) -> JSON:
+    async def run_flow(key: Key, body: FlowBody, who: Who, svc: Svc) -> JSON:
         return await svc.run_flow(who, key, body.steps, body.on_error)
 
     @app.post("/v1/sessions/{key}/save-site-data", tags=["site data"])
-    async def save_site_data(key: str, who: Who, svc: Svc, body: SaveBody | None = None) -> JSON:
+    async def save_site_data(key: Key, who: Who, svc: Svc, body: SaveBody | None = None) -> JSON:
         body = body or SaveBody()
         return await svc.save_site_data(
             who, key, profile=body.profile, full=body.full, indexed_db=body.indexed_db
         )
 
     @app.delete("/v1/sessions/{key}/browser", tags=["sessions"])
-    async def close_browser(key: str, who: Who, svc: Svc) -> JSON:
+    async def close_browser(key: Key, who: Who, svc: Svc) -> JSON:
         return await svc.close_browser(who, key)
 
     @app.delete("/v1/sessions/{key}", tags=["sessions"])
-    async def delete_session(key: str, who: Who, svc: Svc) -> JSON:
+    async def delete_session(key: Key, who: Who, svc: Svc) -> JSON:
         return await svc.delete_session(who, key)
 
     @app.get("/v1/sessions/{key}/site-data", tags=["site data"])
-    async def site_data(key: str, who: Who, svc: Svc) -> JSON:
+    async def site_data(key: Key, who: Who, svc: Svc) -> JSON:
         return await svc.site_data(who, key)
 
     @app.get("/admin/runs", tags=["admin"])
@@ -211,5 +226,5 @@ def _routes(app: FastAPI) -> None:
         return {"runs": await svc.runs(who, open_only=open_only, limit=limit)}
 
     @app.get("/v1/sessions/{key}/site-data/{site}", tags=["site data"])
-    async def site_data_host(key: str, site: str, who: Who, svc: Svc) -> JSON:
+    async def site_data_host(key: Key, site: Site, who: Who, svc: Svc) -> JSON:
         return await svc.site_data_host(who, key, site)

@@ -1,7 +1,10 @@
 """One table from sitekeep's exceptions to HTTP responses (SPEC §5 error shape).
 
 Every error body is ``{"error": {"type", "message", "field"?, ...}}``; ``type`` is the
-exception's ``type_name``. Request validation errors name the offending field.
+exception's ``type_name``. Request validation errors name the offending field. Starlette's
+own errors (an unknown route, a method the route does not take, a body FastAPI could not
+parse) are translated here too, so no response of the server has another shape; a 405
+carries ``Allow`` with every method of every route at that path (RFC 9110 §15.5.6).
 """
 
 from __future__ import annotations
@@ -12,13 +15,18 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, Route
 
+from sitekeep.api.routes import flat_routes
 from sitekeep.errors import (
+    BodyTooLarge,
     BrowserUnavailable,
     CapacityExceeded,
     Conflict,
     Forbidden,
     InvalidInput,
+    MethodNotAllowed,
     NavigationFailed,
     NotFound,
     SitekeepError,
@@ -27,15 +35,17 @@ from sitekeep.errors import (
     error_json,
 )
 
-__all__ = ["STATUS", "install_error_handlers", "status_of"]
+__all__ = ["STATUS", "error_response", "install_error_handlers", "status_of"]
 
 log = logging.getLogger(__name__)
 
 STATUS: dict[type[SitekeepError], int] = {
     InvalidInput: 400,
+    BodyTooLarge: 413,
     Unauthorized: 401,
     Forbidden: 403,
     NotFound: 404,
+    MethodNotAllowed: 405,
     Conflict: 409,
     CapacityExceeded: 429,
     NavigationFailed: 502,
@@ -52,13 +62,48 @@ def status_of(exc: SitekeepError) -> int:
     return 500
 
 
-async def _sitekeep_error(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, SitekeepError)
+def error_response(exc: SitekeepError) -> JSONResponse:
+    """The HTTP response of a sitekeep error: its status, ``{"error": {...}}``, and the
+    headers its status calls for (``WWW-Authenticate`` on 401, ``Allow`` on 405)."""
     status = status_of(exc)
     if status >= 500:
         log.warning("%s: %s", type(exc).__name__, exc.message)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if isinstance(exc, MethodNotAllowed):
+        headers = {"Allow": ", ".join(exc.allow)}
     return JSONResponse({"error": error_json(exc)}, status_code=status, headers=headers)
+
+
+async def _sitekeep_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, SitekeepError)
+    return error_response(exc)
+
+
+def _allowed(routes: list[BaseRoute], path: str) -> tuple[str, ...]:
+    """Every method of every route whose path matches ``path`` (Starlette's own 405
+    names only the first such route's)."""
+    methods: set[str] = set()
+    for route in flat_routes(routes):
+        if isinstance(route, Route) and route.methods and route.path_regex.match(path):
+            methods |= route.methods
+    return tuple(sorted(methods))
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    path = request.url.path
+    error: SitekeepError
+    if exc.status_code == 404:
+        error = NotFound("route", f"{request.method} {path}")
+    elif exc.status_code == 405:
+        allow = _allowed(request.app.router.routes, path)
+        error = MethodNotAllowed(request.method, path, allow)
+    elif exc.status_code == 400:  # FastAPI: a body it could not decode (too deep, bad bytes)
+        error = InvalidInput("the request body could not be parsed", field="body")
+    else:
+        body = {"type": "http_error", "message": str(exc.detail)}
+        return JSONResponse({"error": body}, exc.status_code, headers=exc.headers)
+    return error_response(error)
 
 
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
@@ -67,9 +112,10 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     if first.get("type") == "json_invalid":
         where = first.get("ctx", {}).get("error", "")
         message = f"the request body is not valid JSON ({where})" if where else "not valid JSON"
-        return JSONResponse({"error": {"type": InvalidInput.type_name, "message": message}}, 400)
+        return error_response(InvalidInput(message, field="body"))
     loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
-    field = ".".join(loc) or None
+    whole_body = tuple(first.get("loc", ()))[:1] == ("body",)
+    field = ".".join(loc) or ("body" if whole_body else None)
     text = str(first.get("msg", "invalid")).removeprefix("Value error, ")
     message = f"{field}: {text}" if field else f"the request body is invalid: {text}"
     error: dict[str, Any] = {"type": InvalidInput.type_name, "message": message}
@@ -82,3 +128,4 @@ def install_error_handlers(app: FastAPI) -> None:
     """Map every ``SitekeepError`` and request validation error to the SPEC §5 shape."""
     app.add_exception_handler(SitekeepError, _sitekeep_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)

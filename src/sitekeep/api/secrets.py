@@ -20,7 +20,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict
 
-from sitekeep.api.app import Admin, Svc, Who
+from sitekeep.api.app import Admin, Name, Svc, Who
 from sitekeep.secrets import SecretInfo
 
 __all__ = ["SecretBody", "router"]
@@ -52,7 +52,7 @@ router = APIRouter(prefix="/v1/secrets", tags=["secrets"])
 
 
 @router.put("/{name}")
-async def put_secret(name: str, body: SecretBody, who: Admin, svc: Svc) -> JSON:
+async def put_secret(name: Name, body: SecretBody, who: Admin, svc: Svc) -> JSON:
     """Create or replace a secret (admin). Answers its info, never its values."""
     return _json(await svc.put_secret(who, name, body.description, body.hosts, body.values))
 
@@ -64,13 +64,13 @@ async def list_secrets(who: Who, svc: Svc) -> JSON:
 
 
 @router.get("/{name}")
-async def get_secret(name: str, who: Who, svc: Svc) -> JSON:
+async def get_secret(name: Name, who: Who, svc: Svc) -> JSON:
     """One secret's info; 404 when the tenant has none of that name."""
     return _json(await svc.get_secret(who, name))
 
 
 @router.delete("/{name}")
-async def delete_secret(name: str, who: Admin, svc: Svc) -> JSON:
+async def delete_secret(name: Name, who: Admin, svc: Svc) -> JSON:
     """Delete a secret (admin); 404 when the tenant has none of that name."""
     await svc.delete_secret(who, name)
     return {"name": name, "deleted": True}

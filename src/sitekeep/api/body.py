@@ -1,0 +1,111 @@
+"""Request bodies bounded before anything reads them (issue #8 items 8 and 11).
+
+An ASGI middleware in front of every route: a body longer than ``max_body`` bytes is
+answered 413 ``body_too_large`` without being read to its end (a ``Content-Length`` over
+the limit is refused before a byte is read), and a JSON body nested deeper than
+``limits.MAX_DEPTH`` is answered 400 — Python's own JSON parser would stack-overflow on
+one a few thousand levels deep, and every layer after it (validation, the journal's
+redaction) walks what it was given. A body within bounds is handed on unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from sitekeep.api.errors import error_response
+from sitekeep.errors import BodyTooLarge, InvalidInput, SitekeepError
+from sitekeep.limits import MAX_DEPTH
+
+__all__ = ["BodyGuard", "depth_of"]
+
+
+def depth_of(value: Any) -> int:
+    """How deeply ``value`` nests objects and arrays (a scalar is 0), without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _json_problem(body: bytes) -> SitekeepError | None:
+    try:
+        parsed = json.loads(body)
+    except RecursionError:
+        return InvalidInput(f"the request body nests deeper than {MAX_DEPTH} levels", field="body")
+    except ValueError:
+        return None  # not JSON: the route's own parser says so, in the same shape
+    if depth_of(parsed) > MAX_DEPTH:
+        return InvalidInput(f"the request body nests deeper than {MAX_DEPTH} levels", field="body")
+    return None
+
+
+class BodyGuard:
+    """Refuse bodies over ``max_body`` bytes (413) or JSON nested past ``MAX_DEPTH`` (400)."""
+
+    def __init__(self, app: ASGIApp, *, max_body: int) -> None:
+        self.app = app
+        self.max_body = max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        length = headers.get(b"content-length", b"")
+        if length.isdigit() and int(length) > self.max_body:
+            await error_response(BodyTooLarge(cap=self.max_body))(scope, receive, send)
+            return
+        body, tail = await self._read(receive)
+        if body is None:
+            await error_response(BodyTooLarge(cap=self.max_body))(scope, receive, send)
+            return
+        problem = None
+        if body and b"json" in headers.get(b"content-type", b"application/json"):
+            problem = _json_problem(body)
+        if problem is not None:
+            await error_response(problem)(scope, receive, send)
+            return
+        await self.app(scope, _replay(body, tail, receive), send)
+
+    async def _read(self, receive: Receive) -> tuple[bytes | None, Message | None]:
+        """The whole body (None past the limit), and a disconnect seen while reading."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return b"".join(chunks), message
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                return None, None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks), None
+
+
+def _replay(body: bytes, tail: Message | None, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        if tail is not None:
+            return tail
+        return await receive()
+
+    return replay

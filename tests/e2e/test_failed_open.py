@@ -1,0 +1,97 @@
+"""A failed open leaves no browser (issue #8 item 6): an unsafe port, an oversize URL and
+a page slower than the navigation timeout each used to leave a Chromium running that no
+session or pool owned. Ten failed first opens must leave the browser count as it was.
+
+Browsers are counted three ways: the Chromium main processes of this run's chromedriver
+(other test runs on the machine have their own driver), the manager's live browsers, and
+the ledger's open runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from fixtures.sites import Sites
+from sitekeep import limits
+from support import Api, ApiFactory
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.anyio,
+    pytest.mark.parametrize("browser", ["chromium"]),  # the bookkeeping is the service's
+]
+
+
+def _argv(pid: Path) -> list[bytes]:
+    try:
+        return (pid / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
+def _parent(pid: Path) -> int:
+    try:
+        stat = (pid / "stat").read_text(encoding="utf-8")
+    except OSError:
+        return -1
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def browsers_of_driver(endpoint: str) -> int:
+    """Chromium main processes started by the chromedriver serving ``endpoint``."""
+    port = endpoint.rsplit(":", 1)[1].encode()
+    procs = [p for p in Path("/proc").iterdir() if p.name.isdigit()]
+    drivers = {
+        int(p.name)
+        for p in procs
+        if (argv := _argv(p))
+        and Path(argv[0].decode(errors="replace")).name == "chromedriver"
+        and f"--port={port.decode()}".encode() in argv
+    }
+    assert drivers, f"no chromedriver serves {endpoint}"
+    count = 0
+    for p in procs:
+        argv = _argv(p)
+        if not argv or _parent(p) not in drivers:
+            continue
+        if "chrom" in Path(argv[0].decode(errors="replace")).name and not any(
+            a.startswith(b"--type=") for a in argv
+        ):
+            count += 1
+    return count
+
+
+async def settled_count(endpoint: str, want: int) -> int:
+    """The count once it reaches ``want`` (a quit browser takes a moment to exit), or
+    what it is after 15 s."""
+    with anyio.move_on_after(15):
+        while (count := browsers_of_driver(endpoint)) != want:
+            await anyio.sleep(0.05)
+        return count
+    return browsers_of_driver(endpoint)
+
+
+async def test_ten_failed_first_opens_leave_the_browser_count_as_it_was(
+    make_api: ApiFactory, sites: Sites
+) -> None:
+    api: Api = await make_api(navigation_timeout=1.0)
+    endpoint = api.service.settings.webdriver_url
+    assert endpoint is not None
+    before = browsers_of_driver(endpoint)
+    slow = sites.url("app.example.test", "/__fixture/slow?ms=4000")
+    oversize = sites.url("app.example.test", "/?q=" + "x" * limits.MAX_URL)
+    unsafe = "http://app.example.test:1/"
+    # Four start a browser (each costs one start), six are refused before one starts.
+    cases = [unsafe, slow, oversize, oversize, unsafe, oversize, slow, oversize, oversize, oversize]
+    statuses = []
+    for i, url in enumerate(cases):
+        reply = await api.http.post("/v1/sessions", json={"key": f"fail-{i}", "url": url})
+        statuses.append(reply.status_code)
+        assert set(reply.json()) == {"error"}
+        assert not api.service.browsers._live, f"open {i} ({reply.status_code}) left a browser"
+        assert await api.service.stores.runs.open_runs() == []
+        assert await settled_count(endpoint, before) == before, f"open {i} left a Chromium"
+    assert statuses == [502, 503, 400, 400, 502, 400, 503, 400, 400, 400]
