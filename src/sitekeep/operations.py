@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sitekeep import history as hist
-from sitekeep.browser import page
+from sitekeep.browser import keys, page
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.errors import AssertionFailed, BidiError, InvalidInput, SecretNotAllowed, StaleRef
 from sitekeep.journal.records import RefsStatus
@@ -170,20 +170,33 @@ async def _type(call: Context, args: TypeArgs) -> Done:
 
 
 async def _type_into(
-    call: Context, ref: str | None, selector: str | None, text: str, submit: bool
+    call: Context,
+    ref: str | None,
+    selector: str | None,
+    text: str,
+    submit: bool,
+    guard: keys.Guard | None = None,
 ) -> None:
+    field = "ref" if selector is None else "selector"
+
     async def act(shared_id: str) -> None:
-        typing = page.type_text(call.browser, shared_id, text, submit=submit)
+        def typing() -> Awaitable[None]:
+            return keys.type_text(
+                call.browser, shared_id, text, submit=submit, guard=guard, field=field
+            )
+
         if submit:
-            await page.settle(call.browser, lambda: typing)
+            await page.settle(call.browser, typing)
         else:
-            await typing
+            await typing()
 
     await call.on_element(ref, selector, act)
 
 
 async def _type_secret(call: Context, args: TypeSecretArgs) -> Done:
-    """Type one value of a secret, only while the page's host is allowed (SPEC §7)."""
+    """Type one value of a secret into a text field whose own document's host is allowed,
+    checked before every chunk (SPEC §7, §12; ``browser.keys``). A secret revealed is
+    counted as typed even when typing fails (the seam masks it from then on)."""
     info = await call.secrets.info(args.secret)
     origin = hist.origin_of((await call.browser.page_info()).url)
     host = hist.host_of(origin) if origin else ""
@@ -191,7 +204,8 @@ async def _type_secret(call: Context, args: TypeSecretArgs) -> Done:
         raise SecretNotAllowed(args.secret, host or "a page with no host")
     value = await call.secrets.reveal(args.secret, args.field)
     typed = ((args.secret, args.field),)
-    await _type_into(call, args.ref, args.selector, value, args.submit)
+    guard = keys.Guard(args.secret, lambda h: host_allowed(h, info.hosts))
+    await _type_into(call, args.ref, args.selector, value, args.submit, guard)
     return Done({"typed": {"secret": args.secret, "field": args.field}}, typed=typed)
 
 

@@ -66,6 +66,7 @@ from sitekeep.errors import (
 )
 from sitekeep.journal import Journal, JournalKey, SessionState, fold, records
 from sitekeep.journal.records import Begin, MarkKind, Record, RefsStatus
+from sitekeep.masking import Masker
 from sitekeep.model import (
     RECORD_JSON,
     BrowserRef,
@@ -332,18 +333,19 @@ class Session:
         """
         self.require()
         begun = await self.begin(op, args.model_dump(exclude_none=True), step)
+        secrets = _Secrets(self.seam.vault, self.who.tenant)
         try:
             browser = await self.live(step)
             context = Context(
                 browser,
                 self.track.usable_refs(browser.ref.generation, self.call),
                 tuple(self.seam.own_origins()),
-                _Secrets(self.seam.vault, self.who.tenant),
+                secrets,
                 self._save,
             )
             done = await HANDLERS[op](context, args)
         except SitekeepError as exc:
-            await self._failed(begun, exc)
+            await self._failed(begun, exc, tuple(secrets.revealed))
             raise
         self._apply(done)
         page, withheld = await self.landed(done.page) if done.page else await self.look()
@@ -359,13 +361,26 @@ class Session:
             self.unsettled = True
             self.warnings.append({"type": "journal_unsettled", "message": UNSETTLED_WARNING})
 
-    async def _failed(self, begun: _Op, exc: SitekeepError) -> None:
+    async def _failed(
+        self, begun: _Op, exc: SitekeepError, typed: tuple[tuple[str, str], ...]
+    ) -> None:
         """The failed operation's finish: where the browser is when it can still be seen
-        (a flow reports it), refs unknown."""
+        (a flow reports it), refs unknown. Secrets it revealed are kept as typed (some of
+        a value may be in the page) and their values masked in the error (SPEC §7)."""
+        if typed:
+            self._apply(Done(typed=typed))
+            with contextlib.suppress(SitekeepError):
+                await self.seam.put(self.require())
         if self.browser is not None:
             with contextlib.suppress(SitekeepError):
                 await self.look()
-        await self.finish(begun, exc)
+        await self.finish(begun, exc, typed=typed)
+        masker = await self.seam.masker(self.who.tenant, self.require())
+        if masker:
+            for name, value in vars(exc).items():
+                if isinstance(value, str):
+                    setattr(exc, name, masker.text(value))
+            exc.args = tuple(masker.value(list(exc.args)))
 
     def _apply(self, done: Done) -> None:
         record = self.require()
@@ -399,7 +414,7 @@ class Session:
             await self.look()
         if self.last is not None:
             result = {**result, **_landing(*self.last)}
-        result = well_formed(result)
+        result = well_formed((await self.seam.masker(self.who.tenant, record)).value(result))
         if record.reopened is not None:
             result.setdefault("site_data", dict(record.reopened))
         if self.warnings:
@@ -478,16 +493,20 @@ class Session:
 
 @dataclass(frozen=True, slots=True)
 class _Secrets:
-    """The one tenant's secrets, as ``operations.SecretsReader``."""
+    """The one tenant's secrets, as ``operations.SecretsReader``; ``revealed`` names every
+    (secret, field) an operation read — typed, or perhaps partly typed when it failed."""
 
     vault: Vault
     tenant: str
+    revealed: list[tuple[str, str]] = field(default_factory=list)
 
     async def info(self, name: str) -> SecretInfo:
         return await self.vault.get_info(self.tenant, name)
 
     async def reveal(self, name: str, field: str) -> str:
-        return await self.vault.reveal(self.tenant, name, field)
+        value = await self.vault.reveal(self.tenant, name, field)
+        self.revealed.append((name, field))
+        return value
 
 
 class Seam:
@@ -659,15 +678,24 @@ class Seam:
             cap=self.settings.history_cap,
         )
 
-    async def holds_secret(self, tenant: str, record: SessionRecord, url: str) -> bool:
+    async def typed_values(self, tenant: str, record: SessionRecord) -> list[str]:
+        """The values of the secrets typed in the session (deleted or changed ones skipped:
+        nothing of them is known any more)."""
+        values = []
         for name, key in record.typed_secrets:
-            try:
-                value = await self.vault.reveal(tenant, name, key)
-            except SitekeepError:
-                continue  # deleted or changed since: nothing of it can be in the URL
-            if _appears_in(value, url):
-                return True
-        return False
+            with contextlib.suppress(SitekeepError):
+                values.append(await self.vault.reveal(tenant, name, key))
+        return values
+
+    async def masker(self, tenant: str, record: SessionRecord) -> Masker:
+        """What masks the session's typed secret values in its results (SPEC §7, §12)."""
+        if not record.typed_secrets:
+            return Masker({})
+        return Masker.of(await self.typed_values(tenant, record))
+
+    async def holds_secret(self, tenant: str, record: SessionRecord, url: str) -> bool:
+        values = await self.typed_values(tenant, record) if record.typed_secrets else []
+        return any(_appears_in(value, url) for value in values)
 
     # -- browsers -------------------------------------------------------------------------
 

@@ -616,18 +616,23 @@ class Service:
         url = page.url if page else record.url
         withheld = url is not None and await self.seam.holds_secret(who.tenant, record, url)
         snapshot = await self._load_snapshot(who.tenant, key)
+        masker = await self.seam.masker(who.tenant, record)
         return well_formed(
-            {
-                "key": key,
-                **({"url_withheld": True} if withheld else {"url": url}),
-                "title": page.title if page else None,
-                "browser": {"kind": record.kind, "live": live is not None},
-                "site_data": {
-                    "saved_at": snapshot.saved_at if snapshot else None,
-                    "hosts": len(sitedata.host_rows(snapshot, record.history)) if snapshot else 0,
-                    "uri": self._site_data_uri(key),
-                },
-            }
+            masker.value(
+                {
+                    "key": key,
+                    **({"url_withheld": True} if withheld else {"url": url}),
+                    "title": page.title if page else None,
+                    "browser": {"kind": record.kind, "live": live is not None},
+                    "site_data": {
+                        "saved_at": snapshot.saved_at if snapshot else None,
+                        "hosts": len(sitedata.host_rows(snapshot, record.history))
+                        if snapshot
+                        else 0,
+                        "uri": self._site_data_uri(key),
+                    },
+                }
+            )
         )
 
     async def end_browsers(self) -> int:
@@ -733,11 +738,12 @@ class Service:
         Raises:
             NotFound: the session, or nothing saved for ``site``.
         """
-        await self._require(who, key)
+        record = await self._require(who, key)
         snapshot = await self._load_snapshot(who.tenant, key)
         if snapshot is None:
             raise NotFound("site", site)
-        return well_formed({"key": key, **sitedata.host_view(snapshot, site)})
+        masker = await self.seam.masker(who.tenant, record)
+        return well_formed(masker.value({"key": key, **sitedata.host_view(snapshot, site)}))
 
     # -- profiles (SPEC §9): the gate lives in ``self.profiles``; these join it to sessions
 
