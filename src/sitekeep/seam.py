@@ -57,6 +57,8 @@ from sitekeep.config import Settings
 from sitekeep.errors import (
     CapacityExceeded,
     Conflict,
+    Forbidden,
+    InvalidInput,
     JournalConflict,
     JournalUnavailable,
     NotFound,
@@ -81,6 +83,8 @@ from sitekeep.model import (
 )
 from sitekeep.operations import HANDLERS, Context, Done
 from sitekeep.policy import check_key
+from sitekeep.profiles import Profiles
+from sitekeep.proxies import Proxies
 from sitekeep.secrets import SecretInfo
 from sitekeep.stores import SessionLocks, SessionStore
 from sitekeep.stores.base import ClosedReason, Run, RunLedger
@@ -281,7 +285,8 @@ class Session:
             return self.browser
         record = self.require()
         if record.browser is not None:
-            live = await self.seam.attach(record.browser, await self.seam.proxy_of(record))
+            proxy = await self.seam.proxy_of(record, gone=None)
+            live = await self.seam.attach(record.browser, proxy)
             if live is not None:
                 self.browser = live
                 return live
@@ -523,6 +528,8 @@ class Seam:
         browsers: BrowserManager,
         vault: Vault,
         journal: Journal,
+        profiles: Profiles,
+        proxies: Proxies,
         replica: str,
         own_origins: Callable[[], list[str]],
         clock: Callable[[], float] = time.time,
@@ -535,16 +542,12 @@ class Seam:
         self.browsers = browsers
         self.vault = vault
         self.journal = journal
+        self.profiles = profiles
+        self.proxies = proxies
         self.replica = replica
         self.own_origins = own_origins
         self.clock = clock
         self._tracks: dict[JournalKey, Track] = {}
-        self.proxy_of: Callable[[SessionRecord], Awaitable[ProxySettings | None]] = _no_proxy
-        """The proxy a session's browsers run through (SPEC §14), credentials included;
-        the service sets it (``sitekeep.proxies``)."""
-        self.profile_data: Callable[[SessionRecord], Awaitable[SiteData | None]] = _no_profile
-        """The site data of the profile a session was opened from (SPEC §9), for a new
-        browser of a session that has saved none of its own; the service sets it."""
 
     # -- the call -------------------------------------------------------------------------
 
@@ -706,16 +709,18 @@ class Seam:
         land: str | None,
         restore_data: bool,
         preset: SiteData | None = None,
-        proxy: ProxySettings | None = None,
     ) -> tuple[LiveBrowser, dict[str, Any] | None]:
         """A new browser for the session, its run in the ledger: reserved under the caps
         before the browser starts, and where it runs recorded before anything loads in it.
+        It runs through the session's proxy (SPEC §14); ``preset`` (a profile's site data)
+        is restored instead of the session's snapshot.
 
         Raises:
             CapacityExceeded: a cap is reached; no browser was started.
             StoreUnavailable: the ledger cannot be reached; no browser is left running.
+            InvalidInput: ``country`` — the session's proxy left the pool.
         """
-        proxy = proxy or await self.proxy_of(record)
+        proxy = await self.proxy_of(record)
         run = await self._reserve(record)
         try:
             live = await self.browsers.start(record.kind, insecure=record.insecure, proxy=proxy)
@@ -786,6 +791,30 @@ class Seam:
             await self.ledger(self.runs.close(ref.session_id, at=self.clock(), reason="crashed"))
         return live
 
+    async def proxy_of(
+        self, record: SessionRecord, *, gone: type[InvalidInput] | None = InvalidInput
+    ) -> ProxySettings | None:
+        """The proxy the session's browsers run through (SPEC §14), credentials included;
+        None without one.
+
+        Raises:
+            InvalidInput: ``country`` — the proxy left the pool (None with ``gone=None``:
+                a live browser keeps its routing).
+        """
+        if record.proxy is None:
+            return None
+        try:
+            row = await self.proxies.get(record.tenant, record.proxy)
+        except NotFound:
+            if gone is None:
+                return None
+            raise gone(
+                f"proxy {record.proxy!r} of this session left the pool: open it again with "
+                "a country",
+                field="country",
+            ) from None
+        return await self.proxies.settings(row)
+
     async def release(self, ref: BrowserRef, reason: ClosedReason) -> None:
         """End a browser, then close its run: the browser is released first, and a ledger
         that fails is logged, never in the way (SPEC §13)."""
@@ -807,16 +836,15 @@ class Seam:
         restore_data: bool,
         preset: SiteData | None = None,
     ) -> dict[str, Any] | None:
-        """Restore the session's snapshot (or ``preset``: a profile's site data; or, for
-        a session that saved none, the profile it was opened from) into a new browser,
-        then land; the restore report, or None when nothing was written."""
+        """Restore the session's snapshot (or ``preset``: a profile's site data) into a
+        new browser, then land; the restore report, or None when nothing was written."""
         snapshot = None
         if not record.insecure:  # restored cookies must never meet a man in the middle
             snapshot = preset
             if snapshot is None and restore_data:
                 snapshot = await self.load_snapshot(record.tenant, record.key)
             if snapshot is None and restore_data and record.profile is not None:
-                snapshot = await self.profile_data(record)
+                snapshot = await self._profile_data(record)
         if snapshot is None:
             if land:
                 await live.navigate(land)
@@ -830,6 +858,16 @@ class Seam:
         if warnings:
             result["warnings"] = warnings
         return result
+
+    async def _profile_data(self, record: SessionRecord) -> SiteData | None:
+        """The site data of the profile the session was opened from, for a browser of a
+        session that has saved none of its own yet — if its owner may still use it."""
+        assert record.profile is not None
+        owner = Principal(record.tenant, record.owner, "member")
+        try:
+            return (await self.profiles.load(owner, record.profile, "use")).site_data
+        except (NotFound, Forbidden):
+            return None  # deleted, or no longer shared: the session starts signed out
 
     async def user_agent(
         self, live: LiveBrowser, record: SessionRecord, snapshot: SiteData
@@ -867,30 +905,28 @@ class Seam:
             The result ``{saved: {cookies, sites, skipped, spare_reads}, uri}``, where the
             browser is, and the counts for the journal's ``saved`` mark.
         """
-        snapshot, skipped, order, page, spare_reads = await self.read_site_data(
-            record, browser, full, indexed_db
-        )
+        read = await self.read_site_data(record, browser, full=full, indexed_db=indexed_db)
+        snapshot, skipped, order = read.snapshot, read.skipped, read.order
         await self.put_snapshot(record.tenant, record.key, snapshot)
         saved = {
             "cookies": len(snapshot.cookies),
             "sites": [o for o in order if o in snapshot.origins]
             + sorted(set(snapshot.origins) - set(order)),
             "skipped": [s.as_json() for s in skipped],
-            "spare_reads": spare_reads,
+            "spare_reads": read.spare_reads,
         }
         counts = {
             "cookies": len(snapshot.cookies),
             "sites": len(snapshot.origins),
             "skipped": len(skipped),
         }
-        return {"saved": saved, "uri": site_data_uri(record.key)}, page, counts
+        return {"saved": saved, "uri": site_data_uri(record.key)}, read.page, counts
 
     async def read_site_data(
-        self, record: SessionRecord, browser: LiveBrowser, full: bool, indexed_db: bool
-    ) -> tuple[SiteData, list[Skipped], list[str], PageInfo, int]:
-        """What a save would store (composed over the session's snapshot), what it left
-        out, the origins in visit order, where the browser is and how many origins were
-        read through the spare tab — nothing written (a profile capture keeps it)."""
+        self, record: SessionRecord, browser: LiveBrowser, *, full: bool, indexed_db: bool
+    ) -> SiteDataRead:
+        """What a save would store — composed over the session's snapshot — and what it
+        left out; nothing is written (a profile capture keeps it elsewhere, SPEC §9)."""
         page = await browser.page_info()
         current = hist.origin_of(page.url)
         order = ([current] if current else []) + [
@@ -924,15 +960,20 @@ class Seam:
             skipped.extend(Skipped(o, NOT_CARRIED) for o in order if o in read.idb_origins)
         skipped.extend(Skipped(o, PARTITIONED) for o in read.partitioned)
         skipped.extend(lost_reason(c) for c in read.lost_cookies)
-        return snapshot, skipped, order, page, read.spare_reads
+        return SiteDataRead(snapshot, skipped, order, read.spare_reads, page)
 
 
-async def _no_proxy(_record: SessionRecord) -> ProxySettings | None:
-    return None
+@dataclass(frozen=True, slots=True)
+class SiteDataRead:
+    """A read of the browser's site data composed over the session's snapshot: the
+    snapshot a save would store, what it left out, the origins in visit order, how many
+    were read through the spare tab, and where the browser is."""
 
-
-async def _no_profile(_record: SessionRecord) -> SiteData | None:
-    return None
+    snapshot: SiteData
+    skipped: list[Skipped]
+    order: list[str]
+    spare_reads: int
+    page: PageInfo
 
 
 def site_data_uri(key: str) -> str:

@@ -31,7 +31,6 @@ from sitekeep.auth import Authenticator
 from sitekeep.browser.docs import read_cookies
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.manager import BrowserManager
-from sitekeep.browser.proxy import ProxySettings
 from sitekeep.browser.useragent import override_user_agent
 from sitekeep.config import Settings
 from sitekeep.cookies import cookie_host
@@ -162,6 +161,10 @@ class Service:
         self.replica = f"{socket.gethostname()}:{os.getpid()}"
         self.journal = journal or open_journal(settings)
         """Every session's journal (SPEC §8)."""
+        self.profiles = Profiles(stores.profiles, cipher, clock)
+        """The profile use cases (SPEC §9), each behind the one gate (``profiles.gate``)."""
+        self.proxies = Proxies(stores.proxies, self.secrets, clock)
+        """The tenant's proxy pool (SPEC §14)."""
         self.seam = Seam(
             settings,
             store=stores.sessions,
@@ -171,6 +174,8 @@ class Service:
             browsers=browsers,
             vault=self.secrets,
             journal=self.journal,
+            profiles=self.profiles,
+            proxies=self.proxies,
             replica=self.replica,
             own_origins=self.own_origins,
             clock=clock,
@@ -178,12 +183,6 @@ class Service:
         """Where every browser-affecting call passes (``sitekeep.seam``)."""
         self.admin = Admin(self)
         """The admin use cases (SPEC §11), behind :meth:`require_admin`."""
-        self.profiles = Profiles(stores.profiles, cipher, clock)
-        """The profile use cases (SPEC §9), each behind the one gate (``profiles.gate``)."""
-        self.proxies = Proxies(stores.proxies, self.secrets, clock)
-        """The tenant's proxy pool (SPEC §14)."""
-        self.seam.proxy_of = self._proxy_of
-        self.seam.profile_data = self._profile_data
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Callable[[], float] = time.time) -> Service:
@@ -228,53 +227,6 @@ class Service:
     ) -> contextlib.AbstractAsyncContextManager[None]:
         return self.seam.held(tenant, key, wait=wait)
 
-    def session_held(self, tenant: str, key: str) -> contextlib.AbstractAsyncContextManager[None]:
-        """The session's lock held for a block (key rotation reseals a snapshot so).
-
-        Raises:
-            SessionBusy: not acquired within ``SITEKEEP_LOCK_WAIT``.
-        """
-        return self._held(tenant, key)
-
-    @property
-    def cipher(self) -> Cipher:
-        """The cipher every blob is sealed with (its key ring follows the key file)."""
-        return self._cipher
-
-    async def _proxy_of(
-        self, record: SessionRecord, *, gone: type[InvalidInput] | None = None
-    ) -> ProxySettings | None:
-        """The proxy the session's browsers run through (SPEC §14), credentials included;
-        None without one.
-
-        Raises:
-            InvalidInput: ``country`` — the proxy left the pool (with ``gone``; else None:
-                a browser started without it routes directly).
-        """
-        if record.proxy is None:
-            return None
-        row = await self.stores.proxies.get(record.tenant, record.proxy)
-        if row is None:
-            if gone is None:
-                return None
-            raise gone(
-                f"proxy {record.proxy!r} of this session left the pool: open it again with "
-                "a country",
-                field="country",
-            )
-        return await self.proxies.settings(row)
-
-    async def _profile_data(self, record: SessionRecord) -> SiteData | None:
-        """The site data of the profile the session was opened from, for a browser of a
-        session that has saved nothing of its own yet — if its owner may still use it."""
-        if record.profile is None:
-            return None
-        owner = Principal(record.tenant, record.owner, "member")
-        try:
-            return (await self.profiles.load(owner, record.profile, "use")).site_data
-        except (NotFound, Forbidden):
-            return None  # deleted, or no longer shared: the session starts signed out
-
     async def _seam(
         self,
         who: Principal,
@@ -292,6 +244,19 @@ class Service:
             return await body()
 
         return await self.seam.call(who, key, run, inspect=False)
+
+    def session_held(self, tenant: str, key: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """The session's lock held for a block (key rotation reseals a snapshot so).
+
+        Raises:
+            SessionBusy: not acquired within ``SITEKEEP_LOCK_WAIT``.
+        """
+        return self._held(tenant, key)
+
+    @property
+    def cipher(self) -> Cipher:
+        """The cipher every blob is sealed with (its key ring follows the key file)."""
+        return self._cipher
 
     @staticmethod
     def _site_data_uri(key: str) -> str:
@@ -325,9 +290,7 @@ class Service:
         ``profile`` (an id ``who`` may use, SPEC §9) starts a new browser with the
         profile's site data restored before it lands (on ``url``, else the last page,
         else the profile's first site); ``site_data.profile`` names it. Later saves of
-        the session do not write back into the profile. ``country`` (default: the
-        profile's) routes the session's browsers through a proxy of that country from
-        the tenant's pool (SPEC §14); an unknown one is a 400 naming the known ones.
+        the session do not write back into the profile.
 
         Returns:
             ``{key, url, title, site_data?, hint?}``.
@@ -414,10 +377,10 @@ class Service:
             record, kind if kind_given else record.kind, insecure, fresh or rerouted
         )
         record = replace(record, kind=kind if kind_given else record.kind, insecure=insecure)
-        if keep_user_agent is not None:
-            record = replace(record, keep_user_agent=keep_user_agent)
         if route is not None:
             record = replace(record, country=route.country, proxy=route.name)
+        if keep_user_agent is not None:
+            record = replace(record, keep_user_agent=keep_user_agent)
         if profile is not None:
             record = replace(record, profile=profile.row.id)
         if live is None:
@@ -427,7 +390,6 @@ class Service:
                 land=url or record.url or (first_site(preset) if preset else None),
                 restore_data=restore_site_data,
                 preset=preset,
-                proxy=await self._proxy_of(record, gone=InvalidInput),
             )
             s.browser = live
             await s.journal_new_browser("opened", report)
@@ -457,7 +419,7 @@ class Service:
         """The live browser to keep using, or None (after closing one that cannot stay)."""
         if record.browser is None:
             return None
-        live = await self.seam.attach(record.browser, await self._proxy_of(record))
+        live = await self.seam.attach(record.browser, await self.seam.proxy_of(record, gone=None))
         if live is None:
             return None
         if fresh or record.browser.kind != kind or record.browser.insecure != insecure:
@@ -666,7 +628,7 @@ class Service:
         """The session's browser as it is now (no reopen), or None."""
         if record.browser is None:
             return None
-        proxy = await self._proxy_of(record)
+        proxy = await self.seam.proxy_of(record, gone=None)
         return await self.browsers.attach(record.browser, proxy=proxy)
 
     async def record(self, who: Principal, key: str) -> SessionRecord:
@@ -826,18 +788,17 @@ class Service:
             begun = await s.begin("capture_profile", args)
             try:
                 browser = await s.live()
-                # The pages reached so far go into the history first: their storage is read.
                 s.record = record = replace(
-                    s.require(), history=self.seam.bumped(s.require().history, s.pages)
+                    s.require(), history=self.seam.bumped(record.history, s.pages)
                 )
                 s.pages = []
-                snapshot, *_ = await self.seam.read_site_data(record, browser, False, False)
-                kept = captured(snapshot, cookies, self._clock())
+                read = await self.seam.read_site_data(record, browser, full=False, indexed_db=False)
+                kept = captured(read.snapshot, cookies, self._clock())
                 row = await self.profiles.write(who, ident, kept)
             except SitekeepError as exc:
                 await s.finish(begun, exc, looked=False)
                 raise
-            await s.look()
+            await s.landed(read.page)
             await s.finish(begun, refs="reused")
             done = {"cookies": len(kept.cookies), "sites": sorted(kept.origins)}
             return await s.end({"profile": self._profile(row, who), "captured": done})

@@ -68,6 +68,7 @@ async def test_an_unknown_session_is_404(api: Api) -> None:
         ({"key": "../etc"}, "key"),
         ({"browser": "netscape"}, "browser"),
         ({"country": "Germany"}, "country"),
+        ({"profile": 5}, "profile"),
         ({"fresh": "very"}, "fresh"),
         ({"unknown_option": True}, "unknown_option"),
     ],
