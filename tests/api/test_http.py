@@ -67,6 +67,7 @@ async def test_an_unknown_session_is_404(api: Api) -> None:
         ({"url": "http://127.0.0.1:8700/admin"}, "url"),
         ({"key": "../etc"}, "key"),
         ({"browser": "netscape"}, "browser"),
+        ({"country": "Germany"}, "country"),
         ({"profile": 5}, "profile"),
         ({"fresh": "very"}, "fresh"),
         ({"unknown_option": True}, "unknown_option"),

@@ -133,6 +133,7 @@ _RULES: Final[dict[str, dict[str, _Rule]]] = {
     "wait_for": {"text": _text_arg, "selector": _name, "timeout": _name},
     "assert_text": {"text": _text_arg},
     "save_site_data": {"profile": _name, "full": _name},
+    "capture_profile": {"profile": _name, "cookies": _name},
     "run_flow": {"steps": _steps, "on_error": _name},
     "close_browser": {},
     "delete_session": {},
