@@ -14,7 +14,8 @@ interleaves with a call that is saving or landing.
 
 A sign-in is the server-side session behind the admin UI's cookie: the cookie holds a
 random id, the store keeps only its SHA-256 with the principal and a CSRF token, and the
-admin token itself is never kept.
+admin token itself is never kept — only its id, so revoking the token ends the sign-ins
+made with it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from sitekeep import history as hist
 from sitekeep import panes, sitedata
+from sitekeep.auth import TokenInfo
 from sitekeep.errors import NotFound
 from sitekeep.model import Principal, SessionRecord
 from sitekeep.secrets import SecretInfo
@@ -291,11 +293,34 @@ class Admin:
         if not await self._svc.secrets.delete(who.tenant, name):
             raise NotFound("secret", name)
 
+    # -- tokens ---------------------------------------------------------------------------
+
+    async def tokens(self, who: Principal) -> list[TokenInfo]:
+        """The tenant's tokens, oldest first — ids, never a token.
+
+        Raises:
+            Forbidden: a member's token.
+        """
+        self._gate(who, "managing tokens")
+        return await self._svc.list_tokens(who.tenant)
+
+    async def revoke_token(self, who: Principal, id_: str) -> TokenInfo:
+        """Revoke one of the tenant's tokens; the UI sign-ins made with it end.
+
+        Raises:
+            Forbidden: a member's token. InvalidInput: a malformed id (field ``id``).
+            NotFound: the tenant has no token of that id.
+        """
+        self._gate(who, "managing tokens")
+        return await self._svc.revoke_token(id_, tenant=who.tenant)
+
     # -- sign-ins of the admin UI ---------------------------------------------------------
 
-    async def sign_in(self, who: Principal) -> tuple[str, SignIn]:
+    async def sign_in(self, who: Principal, token: str = "") -> tuple[str, SignIn]:
         """A new sign-in for an admin: a fresh random id (never one a browser offered,
-        so a planted id cannot be fixed on a session) and a fresh CSRF token.
+        so a planted id cannot be fixed on a session) and a fresh CSRF token. ``token``
+        is the id of the token signed in with (:func:`sitekeep.auth.token_id`), kept so
+        that revoking it ends the sign-in.
 
         Returns:
             ``(sid, sign_in)``: the id goes into the cookie; only its hash is stored.
@@ -313,6 +338,7 @@ class Admin:
             "role": who.role,
             "csrf": signed.csrf,
             "expires_at": signed.expires_at,
+            "token": token,
         }
         await svc._store.set(_sign_in_key(sid), json.dumps(record).encode(), ttl=SIGN_IN_TTL)
         return sid, signed
@@ -334,3 +360,15 @@ class Admin:
         """End a sign-in (a no-op for an unknown id)."""
         if sid and len(sid) <= 256:
             await self._svc._store.delete(_sign_in_key(sid))
+
+    async def end_sign_ins(self, token: str) -> int:
+        """End every sign-in made with the token of this id; how many ended."""
+        store = self._svc._store
+        ended = []
+        for key in await store.keys(_SIGN_IN_PREFIX):
+            raw = await store.get(key)
+            if raw is not None and json.loads(raw).get("token") == token:
+                ended.append(key)
+        if ended:
+            await store.delete(*ended)
+        return len(ended)

@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from sitekeep import history as hist
 from sitekeep import reaping, sitedata
 from sitekeep.admin import Admin
-from sitekeep.auth import Authenticator
+from sitekeep.auth import Authenticator, TokenInfo
 from sitekeep.browser.indexeddb import NOT_CARRIED, read_databases
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.manager import BrowserManager
@@ -944,6 +944,29 @@ class Service:
             InvalidInput: a tenant or subject outside ``[A-Za-z0-9-_.@]``, 1–128 chars.
         """
         return await self.auth.create(tenant, subject, role)
+
+    async def list_tokens(self, tenant: str | None = None) -> list[TokenInfo]:
+        """The tokens of ``tenant`` (every tenant's when None), oldest first: ids, whom
+        they stand for and when made — never a token (``sitekeep token list``, the Tokens
+        tab).
+
+        Raises:
+            StoreUnavailable: the token database cannot be reached.
+        """
+        return await self.auth.list(tenant)
+
+    async def revoke_token(self, id_: str, tenant: str | None = None) -> TokenInfo:
+        """Revoke a token by id (within ``tenant`` when given): it stops authenticating
+        and the admin UI sign-ins made with it end (``sitekeep token revoke``, the Tokens
+        tab).
+
+        Raises:
+            InvalidInput: a malformed id (field ``id``). NotFound: no such token.
+            StoreUnavailable: the token database cannot be reached.
+        """
+        info = await self.auth.revoke(id_, tenant)
+        await self.admin.end_sign_ins(info.id)
+        return info
 
     @staticmethod
     def require_admin(who: Principal, what: str) -> Principal:

@@ -14,6 +14,10 @@ Routes::
     DELETE /admin/sessions/{key}/site-data        Clear: {key, gone: [hosts]}
     GET    /admin/sessions/{key}/site-data/{site} one host in full, httpOnly values "•••"
     DELETE /admin/sessions/{key}/site-data/{site} Forget: {key, site, gone, hosts}
+    GET    /admin/tokens                          {tokens: [{id, tenant, subject, role,
+                                                  created_at}]} — never a token
+    DELETE /admin/tokens/{id}                     revoke: {revoked: {id, …}}; its UI
+                                                  sign-ins end
 """
 
 from __future__ import annotations
@@ -81,3 +85,17 @@ async def admin_forget(key: str, site: str, who: AdminWho, svc: Svc) -> JSON:
     """Forget one host: its storage and its own cookies. The history and the live
     browser are untouched."""
     return await svc.admin.forget(who, key, site)
+
+
+@router.get("/tokens")
+async def admin_tokens(who: AdminWho, svc: Svc) -> JSON:
+    """The tenant's bearer tokens, oldest first: id (16 hex digits of the SHA-256),
+    tenant, subject, role and ``created_at`` — never the token."""
+    return {"tokens": [t.as_json() for t in await svc.admin.tokens(who)]}
+
+
+@router.delete("/tokens/{id_}")
+async def admin_revoke_token(id_: str, who: AdminWho, svc: Svc) -> JSON:
+    """Revoke one of the tenant's tokens: it stops authenticating, and the admin UI
+    sign-ins made with it end. 404 for another tenant's token or an unknown id."""
+    return {"revoked": (await svc.admin.revoke_token(who, id_)).as_json()}

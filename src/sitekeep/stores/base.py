@@ -154,6 +154,14 @@ class TokenStore(Protocol):
         """The token with this hash, or None."""
         ...
 
+    async def list(self, tenant: str | None) -> list[TokenRow]:
+        """The tokens of ``tenant`` (every tenant's when None), oldest first."""
+        ...
+
+    async def delete(self, token_hash: str) -> bool:
+        """Delete the token with this hash; whether there was one."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class SecretRow:
