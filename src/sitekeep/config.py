@@ -101,6 +101,8 @@ class Settings(BaseSettings):
     """Seconds a Redis session lock outlives its holder's last renewal."""
     lock_wait: float = Field(default=120.0, ge=0)
     """Seconds a call waits for a session another call holds, then 409 session_busy."""
+    live_ttl: float = Field(default=30 * 60.0, gt=0)
+    """Seconds a live session (SPEC §10) lasts from its creation."""
     host: str = "127.0.0.1"
     port: int = Field(default=8700, ge=1, le=65535)
     journal_url: str | None = None

@@ -49,6 +49,7 @@ from sitekeep.errors import (
     StoreUnavailable,
 )
 from sitekeep.flows import run_steps
+from sitekeep.live import LiveSessions
 from sitekeep.model import (
     RECORD_JSON,
     BrowserKind,
@@ -154,6 +155,7 @@ class Service:
         self._clock = clock
         self.replica = f"{socket.gethostname()}:{os.getpid()}"
         self.admin = Admin(self)
+        self.live = LiveSessions(self)
         """The admin use cases (SPEC §11), behind :meth:`require_admin`."""
 
     @classmethod
@@ -262,6 +264,18 @@ class Service:
         """
         async with self._held(who.tenant, check_key(key)):
             return await body()
+
+    @contextlib.asynccontextmanager
+    async def session_lock(self, who: Principal, key: str) -> AsyncIterator[None]:
+        """The session's lock — the one every call through the seam takes — held for a
+        caller that drives the browser outside the seam: a person's live input (SPEC §10),
+        which must never interleave with an agent's call in one tab. Nothing is journaled.
+
+        Raises:
+            InvalidInput: a bad key. SessionBusy: not had within ``SITEKEEP_LOCK_WAIT``.
+        """
+        async with self._held(who.tenant, check_key(key)):
+            yield
 
     @contextlib.asynccontextmanager
     async def _held(

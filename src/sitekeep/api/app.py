@@ -140,11 +140,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.router.routes.append(mcp_route(mcp_server, lambda: app.state.service, host=settings.host))
     # Imported here, not at the top: sitekeep.api.secrets imports Who from this module.
     from sitekeep.api.admin import router as admin_router
+    from sitekeep.api.live import router as live_router
     from sitekeep.api.secrets import router as secrets_router
     from sitekeep.ui import install as install_admin_ui
 
     app.include_router(secrets_router)
     app.include_router(admin_router)
+    app.include_router(live_router)
     install_admin_ui(app)
     return app
 
