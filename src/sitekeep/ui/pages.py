@@ -18,6 +18,9 @@ Routes::
     GET|DELETE /admin/ui/sessions/{key}/panes/site-data/{site}   one host open; Forget
     GET  /admin/ui/secrets ; POST /admin/ui/secrets ; POST /admin/ui/secrets/{name}/delete
     GET  /admin/ui/tokens ; POST /admin/ui/tokens/{id}/revoke
+    GET|POST /admin/ui/live                      open a live browser (SPEC §10)
+    GET  /admin/ui/live/{id}                     its canvas (static/live.js)
+    POST /admin/ui/live/{id}/ticket ; POST /admin/ui/live/{id}/end
     GET  /admin/static/{name}                    htmx, admin.js, admin.css (shipped here)
 """
 
@@ -42,6 +45,7 @@ from sitekeep.api.app import Svc
 from sitekeep.api.errors import STATUS
 from sitekeep.auth import hash_token, token_id
 from sitekeep.errors import InvalidInput, NotFound, SitekeepError
+from sitekeep.live import LiveSession
 from sitekeep.model import Principal
 from sitekeep.service import Service
 from sitekeep.ui.guard import (
@@ -59,6 +63,7 @@ NAV = (
     {"id": "sessions", "label": "Sessions", "href": "/admin"},
     {"id": "secrets", "label": "Secrets", "href": "/admin/ui/secrets"},
     {"id": "tokens", "label": "Tokens", "href": "/admin/ui/tokens"},
+    {"id": "live", "label": "Live browser", "href": "/admin/ui/live"},
     # Profiles and Proxies join here (issue #13, later parts).
 )
 SESSION_TABS = (
@@ -69,6 +74,7 @@ SESSION_TABS = (
 _STATIC = {
     "htmx.min.js": "text/javascript; charset=utf-8",
     "admin.js": "text/javascript; charset=utf-8",
+    "live.js": "text/javascript; charset=utf-8",
     "admin.css": "text/css; charset=utf-8",
 }
 _HEADINGS = {401: "Sign in again", 403: "Not allowed", 404: "Not found"}
@@ -449,6 +455,79 @@ async def tokens_page(request: Request, signed: Signed, svc: Svc) -> HTMLRespons
 async def revoke_token(id_: str, signed: Writer, svc: Svc) -> Response:
     info = await svc.admin.revoke_token(signed.principal, id_)
     return RedirectResponse(f"/admin/ui/tokens?revoked={info.id}", status_code=303)
+
+
+# -- live browser -------------------------------------------------------------------------
+
+_LIVE_FORM = {"key": "", "browser": "chromium", "url": ""}
+
+
+async def _live_start(
+    signed: SignIn, svc: Service, status: int = 200, **context: Any
+) -> HTMLResponse:
+    who = signed.principal
+    context.setdefault("form", _LIVE_FORM)
+    context.setdefault("error", None)
+    current = await svc.live.current(who.tenant, who.subject)
+    return _render(
+        "live_start.html", status, signed=signed, section="live", current=current, **context
+    )
+
+
+@router.get("/admin/ui/live")
+async def live_start_page(signed: Signed, svc: Svc) -> HTMLResponse:
+    return await _live_start(signed, svc)
+
+
+@router.post("/admin/ui/live")
+async def live_open(request: Request, signed: Writer, svc: Svc) -> Response:
+    """Open (or return to) a session as the admin's live browser, then show it."""
+    form: dict[str, str] = request.state.form
+    kept = {k: form.get(k, "").strip() for k in _LIVE_FORM}
+    try:
+        live = await svc.live.create(
+            signed.principal,
+            key=kept["key"] or None,
+            browser=kept["browser"] or None,
+            url=kept["url"] or None,
+        )
+    except InvalidInput as exc:
+        return await _live_start(signed, svc, 400, error=exc.message, form=kept)
+    return RedirectResponse(f"/admin/ui/live/{live['id']}", status_code=303)
+
+
+async def _own_live(signed: SignIn, svc: Service, id_: str) -> LiveSession:
+    who = signed.principal
+    live = await svc.live.current(who.tenant, who.subject)
+    if live is None or live.id != id_:
+        raise NotFound("live session", id_)
+    return live
+
+
+@router.get("/admin/ui/live/{id_}")
+async def live_page(id_: str, signed: Signed, svc: Svc) -> HTMLResponse:
+    live = await _own_live(signed, svc, id_)
+    record = await svc.record(signed.principal, live.key)
+    return _render(
+        "live.html",
+        signed=signed,
+        section="live",
+        live=live.as_json(),
+        url=record.url or "",
+        title="",
+    )
+
+
+@router.post("/admin/ui/live/{id_}/ticket")
+async def live_ticket(id_: str, signed: Writer, svc: Svc) -> JSONResponse:
+    """A one-shot ticket for the page's socket (the page asks again to reconnect)."""
+    return JSONResponse(await svc.live.ticket(signed.principal, id_))
+
+
+@router.post("/admin/ui/live/{id_}/end")
+async def live_end(id_: str, signed: Writer, svc: Svc) -> Response:
+    await svc.live.end(signed.principal, id_)
+    return RedirectResponse("/admin/ui/live", status_code=303)
 
 
 # -- static files -------------------------------------------------------------------------
