@@ -388,7 +388,8 @@ class Relay:
             while not self._inputs.empty():
                 batch.append(self._inputs.get_nowait())
             try:
-                async with svc.session_lock(self._who, self._live.key):
+                # The lock every agent call takes: input never interleaves with one.
+                async with svc.session_held(self._who.tenant, self._live.key):
                     for message in batch:
                         await self._apply(message)
             except BrowserUnavailable:

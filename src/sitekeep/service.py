@@ -265,17 +265,13 @@ class Service:
         async with self._held(who.tenant, check_key(key)):
             return await body()
 
-    @contextlib.asynccontextmanager
-    async def session_lock(self, who: Principal, key: str) -> AsyncIterator[None]:
-        """The session's lock — the one every call through the seam takes — held for a
-        caller that drives the browser outside the seam: a person's live input (SPEC §10),
-        which must never interleave with an agent's call in one tab. Nothing is journaled.
+    def session_held(self, tenant: str, key: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """The session's lock held for a block (key rotation reseals a snapshot so).
 
         Raises:
-            InvalidInput: a bad key. SessionBusy: not had within ``SITEKEEP_LOCK_WAIT``.
+            SessionBusy: not acquired within ``SITEKEEP_LOCK_WAIT``.
         """
-        async with self._held(who.tenant, check_key(key)):
-            yield
+        return self._held(tenant, key)
 
     @contextlib.asynccontextmanager
     async def _held(
