@@ -62,9 +62,10 @@ __all__ = ["NAV", "SESSION_TABS", "router"]
 NAV = (
     {"id": "sessions", "label": "Sessions", "href": "/admin"},
     {"id": "secrets", "label": "Secrets", "href": "/admin/ui/secrets"},
+    {"id": "profiles", "label": "Profiles", "href": "/admin/ui/profiles"},
+    {"id": "proxies", "label": "Proxies", "href": "/admin/ui/proxies"},
     {"id": "tokens", "label": "Tokens", "href": "/admin/ui/tokens"},
     {"id": "live", "label": "Live browser", "href": "/admin/ui/live"},
-    # Profiles and Proxies join here (issue #13, later parts).
 )
 SESSION_TABS = (
     ("site-data", "Site data"),
@@ -75,6 +76,7 @@ _STATIC = {
     "htmx.min.js": "text/javascript; charset=utf-8",
     "admin.js": "text/javascript; charset=utf-8",
     "live.js": "text/javascript; charset=utf-8",
+    "wizard.js": "text/javascript; charset=utf-8",
     "admin.css": "text/css; charset=utf-8",
 }
 _HEADINGS = {401: "Sign in again", 403: "Not allowed", 404: "Not found"}
