@@ -16,6 +16,7 @@ Routes::
     GET|DELETE /admin/ui/sessions/{key}/panes/history            the pane; Clear
     GET|DELETE /admin/ui/sessions/{key}/panes/site-data          the pane; Clear
     GET|DELETE /admin/ui/sessions/{key}/panes/site-data/{site}   one host open; Forget
+    GET  /admin/ui/sessions/{key}/panes/journal?after=           the timeline, a page
     GET  /admin/ui/secrets ; POST /admin/ui/secrets ; POST /admin/ui/secrets/{name}/delete
     GET  /admin/ui/tokens ; POST /admin/ui/tokens/{id}/revoke
     GET|POST /admin/ui/live                      open a live browser (SPEC §10)
@@ -32,7 +33,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol, cast
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse
@@ -70,7 +71,7 @@ NAV = (
 SESSION_TABS = (
     ("site-data", "Site data"),
     ("history", "History"),
-    # ("journal", "Journal") joins here with its pane (issue #13, later parts).
+    ("journal", "Journal"),
 )
 _STATIC = {
     "htmx.min.js": "text/javascript; charset=utf-8",
@@ -270,7 +271,7 @@ async def session_page(key: str, signed: Signed, svc: Svc, tab: str = "site-data
     history = await svc.admin.history(who, key)
     top = [history.rows[0].host] if history.rows else []
     site_data = await svc.admin.site_data(who, key, first=True)
-    counts = {"site-data": len(site_data.rows), "history": len(history.rows)}
+    counts = {"site-data": len(site_data.rows), "history": len(history.rows), "journal": ""}
     tabs = [{"id": t, "label": label, "count": counts[t]} for t, label in SESSION_TABS]
     return _render(
         "session.html",
@@ -372,6 +373,36 @@ async def site_data_host(key: str, site: str, signed: Signed, svc: Svc) -> Respo
 async def forget(request: Request, key: str, site: str, signed: Writer, svc: Svc) -> Response:
     await svc.admin.forget(signed.principal, key, site)
     return await _site_data_pane(request, key, signed, svc)
+
+
+class _JournalPort(Protocol):
+    async def journal(
+        self, who: Principal, key: str, *, after: str | None = ..., limit: int = ...
+    ) -> dict[str, Any]: ...
+
+
+JOURNAL_PAGE = 50
+"""Timeline rows the Journal pane shows per page."""
+
+
+@router.get("/admin/ui/sessions/{key}/panes/journal")
+async def journal_pane(request: Request, key: str, signed: Signed, svc: Svc) -> Response:
+    """A page of the session's journal timeline (``Admin.journal``, issue #11), oldest
+    first; "More" fetches the next page after it."""
+    after = request.query_params.get("after") or None
+    if not hasattr(svc.admin, "journal"):
+        return _render("_journal.html", available=False, rows=[], after=after, next=None)
+    port = cast(_JournalPort, svc.admin)
+    page = await port.journal(signed.principal, key, after=after, limit=JOURNAL_PAGE)
+    return _render(
+        "_journal.html",
+        available=True,
+        rows=page["rows"],
+        after=after,
+        next=page.get("next"),
+        base=_base(key),
+        now=_now(svc),
+    )
 
 
 # -- secrets ------------------------------------------------------------------------------
