@@ -105,9 +105,9 @@ async def serve_socket(ws: WebSocket, svc: Service, id_: str) -> None:
     )
     try:
         await relay.run()
-    except WebSocketDisconnect:
+        await ws.close(1000)
+    except (WebSocketDisconnect, RuntimeError):  # the client left first
         return
-    await ws.close(1000)
 
 
 @router.websocket("/{id_}/socket")
