@@ -58,10 +58,6 @@ TICKET_TTL = 30.0
 """Seconds a ticket can be redeemed."""
 HIGH_WATER = 3
 """Frames in flight (sent, not yet acknowledged) before capturing pauses."""
-CAPTURES = 1
-"""Captures in flight at once: a browser answers two overlapping ``captureScreenshot``
-calls in little more than the time of one (Chromium on a loaded 2-core machine: 6 fps
-one at a time, 15 fps two at a time), so two loops capture and the newer frame wins."""
 IDLE_MAX = 0.25
 """The longest pause, seconds, between two captures of a page that does not change."""
 WATCH_EVERY = 0.5
@@ -316,7 +312,10 @@ class Relay:
         self._page = page
         tasks = [
             asyncio.create_task(self._sender(), name="live-sender"),
-            *(asyncio.create_task(self._capturer(), name="live-capture") for _ in range(CAPTURES)),
+            *(
+                asyncio.create_task(self._capturer(), name="live-capture")
+                for _ in range(self._svc.settings.live_captures)
+            ),
             asyncio.create_task(self._receiver(), name="live-receive"),
             asyncio.create_task(self._inputs_worker(), name="live-input"),
             asyncio.create_task(self._watcher(), name="live-watch"),

@@ -61,6 +61,7 @@ class FakeBrowser:
 class FakeService:
     held: list[str] = field(default_factory=list)
     inside: bool = False
+    settings: Any = field(default_factory=lambda: type("Settings", (), {"live_captures": 1})())
 
     @contextlib.asynccontextmanager
     async def _hold(self, key: str) -> AsyncIterator[None]:
