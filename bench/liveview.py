@@ -19,6 +19,8 @@ Chromium, input → frame ≤ 100 ms.
 Run::
 
     .venv/bin/python bench/liveview.py [--seconds 5] [--samples 15] [--browsers chromium,firefox]
+
+``SITEKEEP_LIVE_CAPTURES=2`` in the environment measures two overlapping capture loops.
 """
 
 from __future__ import annotations
