@@ -47,6 +47,7 @@ from sitekeep.errors import (
 from sitekeep.flows import run_steps
 from sitekeep.interop import FORMATS, Format, export_site_data, import_text
 from sitekeep.journal import Journal, JournalKey, open_journal
+from sitekeep.live import LiveSessions
 from sitekeep.model import (
     BrowserKind,
     Cookie,
@@ -184,6 +185,7 @@ class Service:
         )
         """Where every browser-affecting call passes (``sitekeep.seam``)."""
         self.admin = Admin(self)
+        self.live = LiveSessions(self)
         """The admin use cases (SPEC §11), behind :meth:`require_admin`."""
         self.metrics = self.seam.metrics
         """Counters and histograms for ``GET /metrics`` (SPEC §13)."""

@@ -74,6 +74,7 @@ PARTIALS = [
     "/admin/ui/sessions/s1/panes/history",
     "/admin/ui/sessions/s1/panes/site-data",
     "/admin/ui/sessions/s1/panes/site-data/app.example.test",
+    "/admin/ui/sessions/s1/panes/journal",
 ]
 WRITES = [
     ("DELETE", "/admin/ui/sessions/s1/panes/history"),
@@ -306,3 +307,18 @@ async def test_revoking_a_token_ends_the_sign_ins_made_with_it(ui: Ui) -> None:
     bearer = {"Authorization": f"Bearer {second}"}
     assert (await ui.http.get("/admin/sessions", headers=bearer)).status_code == 401
     await other_ui.aclose()
+
+
+async def test_the_session_page_has_a_journal_tab_whose_pane_loads_by_itself(ui: Ui) -> None:
+    await ui.sign_in()
+    page = await ui.http.get("/admin/ui/sessions/s1?tab=journal")
+    assert page.status_code == 200
+    assert 'id="tab-journal"' in page.text and 'aria-selected="true"' in page.text
+    assert 'hx-get="/admin/ui/sessions/s1/panes/journal" hx-trigger="load"' in page.text
+    boss = Principal(WHO.tenant, "boss", "admin")
+    await ui.service.admin.clear_history(boss, "s1")  # journaled as a mark (issue #11)
+    pane = await ui.http.get("/admin/ui/sessions/s1/panes/journal", headers={"HX-Request": "true"})
+    assert pane.status_code == 200
+    other = await ui.http.get("/admin/ui/sessions/nope/panes/journal")
+    assert 'class="timeline"' in pane.text and ">cleared<" in pane.text
+    assert other.status_code == 404

@@ -157,6 +157,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.router.routes.append(mcp_route(mcp_server, lambda: app.state.service, host=settings.host))
     # Imported here, not at the top: sitekeep.api.secrets imports Who from this module.
     from sitekeep.api.admin import router as admin_router
+    from sitekeep.api.live import router as live_router
     from sitekeep.api.profiles import router as profiles_router
     from sitekeep.api.profiles import sessions_router
     from sitekeep.api.proxies import router as proxies_router
@@ -168,6 +169,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(profiles_router)
     app.include_router(sessions_router)
     app.include_router(proxies_router)
+    app.include_router(live_router)
     install_admin_ui(app)
     return app
 

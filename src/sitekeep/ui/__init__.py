@@ -12,6 +12,7 @@ from fastapi import FastAPI
 
 from sitekeep.ui.guard import SecurityHeaders
 from sitekeep.ui.pages import router
+from sitekeep.ui.profiles import router as profiles_router
 
 __all__ = ["install"]
 
@@ -20,4 +21,5 @@ def install(app: FastAPI) -> None:
     """Serve the admin UI from ``app``, with its security headers on every ``/admin``
     response (the admin API's included)."""
     app.include_router(router)
+    app.include_router(profiles_router)
     app.add_middleware(SecurityHeaders)

@@ -16,8 +16,12 @@ Routes::
     GET|DELETE /admin/ui/sessions/{key}/panes/history            the pane; Clear
     GET|DELETE /admin/ui/sessions/{key}/panes/site-data          the pane; Clear
     GET|DELETE /admin/ui/sessions/{key}/panes/site-data/{site}   one host open; Forget
+    GET  /admin/ui/sessions/{key}/panes/journal?after=           the timeline, a page
     GET  /admin/ui/secrets ; POST /admin/ui/secrets ; POST /admin/ui/secrets/{name}/delete
     GET  /admin/ui/tokens ; POST /admin/ui/tokens/{id}/revoke
+    GET|POST /admin/ui/live                      open a live browser (SPEC §10)
+    GET  /admin/ui/live/{id}                     its canvas (static/live.js)
+    POST /admin/ui/live/{id}/ticket ; POST /admin/ui/live/{id}/end
     GET  /admin/static/{name}                    htmx, admin.js, admin.css (shipped here)
 """
 
@@ -29,7 +33,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol, cast
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse
@@ -42,6 +46,7 @@ from sitekeep.api.app import Svc
 from sitekeep.api.errors import STATUS
 from sitekeep.auth import hash_token, token_id
 from sitekeep.errors import InvalidInput, NotFound, SitekeepError
+from sitekeep.live import LiveSession
 from sitekeep.model import Principal
 from sitekeep.service import Service
 from sitekeep.ui.guard import (
@@ -58,17 +63,21 @@ __all__ = ["NAV", "SESSION_TABS", "router"]
 NAV = (
     {"id": "sessions", "label": "Sessions", "href": "/admin"},
     {"id": "secrets", "label": "Secrets", "href": "/admin/ui/secrets"},
+    {"id": "profiles", "label": "Profiles", "href": "/admin/ui/profiles"},
+    {"id": "proxies", "label": "Proxies", "href": "/admin/ui/proxies"},
     {"id": "tokens", "label": "Tokens", "href": "/admin/ui/tokens"},
-    # Profiles and Proxies join here (issue #13, later parts).
+    {"id": "live", "label": "Live browser", "href": "/admin/ui/live"},
 )
 SESSION_TABS = (
     ("site-data", "Site data"),
     ("history", "History"),
-    # ("journal", "Journal") joins here with its pane (issue #13, later parts).
+    ("journal", "Journal"),
 )
 _STATIC = {
     "htmx.min.js": "text/javascript; charset=utf-8",
     "admin.js": "text/javascript; charset=utf-8",
+    "live.js": "text/javascript; charset=utf-8",
+    "wizard.js": "text/javascript; charset=utf-8",
     "admin.css": "text/css; charset=utf-8",
 }
 _HEADINGS = {401: "Sign in again", 403: "Not allowed", 404: "Not found"}
@@ -262,7 +271,7 @@ async def session_page(key: str, signed: Signed, svc: Svc, tab: str = "site-data
     history = await svc.admin.history(who, key)
     top = [history.rows[0].host] if history.rows else []
     site_data = await svc.admin.site_data(who, key, first=True)
-    counts = {"site-data": len(site_data.rows), "history": len(history.rows)}
+    counts = {"site-data": len(site_data.rows), "history": len(history.rows), "journal": ""}
     tabs = [{"id": t, "label": label, "count": counts[t]} for t, label in SESSION_TABS]
     return _render(
         "session.html",
@@ -366,6 +375,36 @@ async def forget(request: Request, key: str, site: str, signed: Writer, svc: Svc
     return await _site_data_pane(request, key, signed, svc)
 
 
+class _JournalPort(Protocol):
+    async def journal(
+        self, who: Principal, key: str, *, after: str | None = ..., limit: int = ...
+    ) -> dict[str, Any]: ...
+
+
+JOURNAL_PAGE = 50
+"""Timeline rows the Journal pane shows per page."""
+
+
+@router.get("/admin/ui/sessions/{key}/panes/journal")
+async def journal_pane(request: Request, key: str, signed: Signed, svc: Svc) -> Response:
+    """A page of the session's journal timeline (``Admin.journal``, issue #11), oldest
+    first; "More" fetches the next page after it."""
+    after = request.query_params.get("after") or None
+    if not hasattr(svc.admin, "journal"):
+        return _render("_journal.html", available=False, rows=[], after=after, next=None)
+    port = cast(_JournalPort, svc.admin)
+    page = await port.journal(signed.principal, key, after=after, limit=JOURNAL_PAGE)
+    return _render(
+        "_journal.html",
+        available=True,
+        rows=page["rows"],
+        after=after,
+        next=page.get("next"),
+        base=_base(key),
+        now=_now(svc),
+    )
+
+
 # -- secrets ------------------------------------------------------------------------------
 
 _EMPTY_FORM = {"name": "", "description": "", "hosts": ""}
@@ -449,6 +488,79 @@ async def tokens_page(request: Request, signed: Signed, svc: Svc) -> HTMLRespons
 async def revoke_token(id_: str, signed: Writer, svc: Svc) -> Response:
     info = await svc.admin.revoke_token(signed.principal, id_)
     return RedirectResponse(f"/admin/ui/tokens?revoked={info.id}", status_code=303)
+
+
+# -- live browser -------------------------------------------------------------------------
+
+_LIVE_FORM = {"key": "", "browser": "chromium", "url": ""}
+
+
+async def _live_start(
+    signed: SignIn, svc: Service, status: int = 200, **context: Any
+) -> HTMLResponse:
+    who = signed.principal
+    context.setdefault("form", _LIVE_FORM)
+    context.setdefault("error", None)
+    current = await svc.live.current(who.tenant, who.subject)
+    return _render(
+        "live_start.html", status, signed=signed, section="live", current=current, **context
+    )
+
+
+@router.get("/admin/ui/live")
+async def live_start_page(signed: Signed, svc: Svc) -> HTMLResponse:
+    return await _live_start(signed, svc)
+
+
+@router.post("/admin/ui/live")
+async def live_open(request: Request, signed: Writer, svc: Svc) -> Response:
+    """Open (or return to) a session as the admin's live browser, then show it."""
+    form: dict[str, str] = request.state.form
+    kept = {k: form.get(k, "").strip() for k in _LIVE_FORM}
+    try:
+        live = await svc.live.create(
+            signed.principal,
+            key=kept["key"] or None,
+            browser=kept["browser"] or None,
+            url=kept["url"] or None,
+        )
+    except InvalidInput as exc:
+        return await _live_start(signed, svc, 400, error=exc.message, form=kept)
+    return RedirectResponse(f"/admin/ui/live/{live['id']}", status_code=303)
+
+
+async def _own_live(signed: SignIn, svc: Service, id_: str) -> LiveSession:
+    who = signed.principal
+    live = await svc.live.current(who.tenant, who.subject)
+    if live is None or live.id != id_:
+        raise NotFound("live session", id_)
+    return live
+
+
+@router.get("/admin/ui/live/{id_}")
+async def live_page(id_: str, signed: Signed, svc: Svc) -> HTMLResponse:
+    live = await _own_live(signed, svc, id_)
+    record = await svc.record(signed.principal, live.key)
+    return _render(
+        "live.html",
+        signed=signed,
+        section="live",
+        live=live.as_json(),
+        url=record.url or "",
+        title="",
+    )
+
+
+@router.post("/admin/ui/live/{id_}/ticket")
+async def live_ticket(id_: str, signed: Writer, svc: Svc) -> JSONResponse:
+    """A one-shot ticket for the page's socket (the page asks again to reconnect)."""
+    return JSONResponse(await svc.live.ticket(signed.principal, id_))
+
+
+@router.post("/admin/ui/live/{id_}/end")
+async def live_end(id_: str, signed: Writer, svc: Svc) -> Response:
+    await svc.live.end(signed.principal, id_)
+    return RedirectResponse("/admin/ui/live", status_code=303)
 
 
 # -- static files -------------------------------------------------------------------------

@@ -1,0 +1,171 @@
+"""The live view (SPEC §10): frames per second and input-to-frame latency at 1280×800.
+
+What is measured, end to end through a real ``sitekeep serve`` (the e2e tests' server
+helper: its own data dir, no warm pool) and its WebSocket, the way the admin UI's canvas
+uses it (every frame acknowledged once received, as the canvas does once drawn):
+
+* **fps** — a page that repaints every animation frame (a counter and a moving block,
+  ``requestAnimationFrame``): frames received per second over ``--seconds``, after a
+  one-second warm-up. Every frame differs, so none is skipped as unchanged.
+* **input → frame** — a page that shows nothing new until a key arrives (unchanged
+  frames are not sent); then ``{"type": "key", "key": "x"}`` is sent and the clock runs
+  until the next frame arrives, which is the first one showing the key's effect (a
+  coloured page and the typed text). Median and p90 over ``--samples`` keys, each after
+  the stream has gone quiet.
+
+Both browsers: Debian's Chromium and Firefox ESR, local drivers. Targets: ≥ 20 fps on
+Chromium, input → frame ≤ 100 ms.
+
+Run::
+
+    .venv/bin/python bench/liveview.py [--seconds 5] [--samples 15] [--browsers chromium,firefox]
+
+``SITEKEEP_LIVE_CAPTURES=2`` in the environment measures two overlapping capture loops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import websockets
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from e2e.test_server_restart import SITEKEEP, Server  # noqa: E402
+from fixtures.sites import start_sites  # noqa: E402
+
+WIDTH, HEIGHT = 1280, 800
+
+ANIMATED = """<div id="n" style="font:64px monospace">0</div>
+<div id="b" style="position:absolute;top:200px;width:80px;height:80px;background:#c33"></div>
+<script>let i = 0; const n = document.getElementById("n"), b = document.getElementById("b");
+function f() { i++; n.textContent = i; b.style.left = (i * 7 % 1100) + "px";
+requestAnimationFrame(f); } requestAnimationFrame(f);</script>"""
+
+ECHO = """<p id="t" style="font:48px monospace">-</p>
+<script>addEventListener("keydown", (e) => { document.getElementById("t").textContent += e.key;
+document.body.style.background = document.body.style.background ? "" : "#9cf"; });</script>"""
+
+
+class Socket:
+    """One live socket: frames counted and acknowledged, JSON messages kept."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+        self.frames: asyncio.Queue[float] = asyncio.Queue()
+        self.messages: list[dict[str, Any]] = []
+        self._reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        async for message in self.ws:
+            if isinstance(message, bytes):
+                self.frames.put_nowait(time.perf_counter())
+                await self.ws.send('{"type":"ack"}')
+            else:
+                self.messages.append(json.loads(message))
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.ws.send(json.dumps(message))
+
+    def drain(self) -> int:
+        count = 0
+        while not self.frames.empty():
+            self.frames.get_nowait()
+            count += 1
+        return count
+
+    async def quiet(self, gap: float = 0.4) -> None:
+        """Until no frame has come for ``gap`` seconds."""
+        while True:
+            try:
+                await asyncio.wait_for(self.frames.get(), gap)
+            except TimeoutError:
+                return
+
+
+async def _open(server: Server, browser: str, url: str, key: str) -> tuple[Socket, str]:
+    body = {"key": key, "browser": browser, "url": url}
+    reply = server.http.post("/v1/live-sessions", json=body)
+    reply.raise_for_status()
+    live = reply.json()
+    ws = await websockets.connect(f"ws://127.0.0.1:{server.port}{live['socket']}", max_size=None)
+    await ws.send(json.dumps({"ticket": live["ticket"]}))
+    sock = Socket(ws)
+    await sock.send({"type": "resize", "width": WIDTH, "height": HEIGHT})
+    return sock, live["id"]
+
+
+async def measure(
+    server: Server, browser: str, seconds: float, samples: int, sites: Any
+) -> dict[str, float]:
+    animated = sites.url("live.example.test", "/__fixture/html?body=" + quote(ANIMATED))
+    sock, _ = await _open(server, browser, animated, f"bench-{browser}")
+    await asyncio.sleep(1.0)  # warm-up
+    sock.drain()
+    start = time.perf_counter()
+    await asyncio.sleep(seconds)
+    fps = sock.drain() / (time.perf_counter() - start)
+
+    echo = sites.url("live.example.test", "/__fixture/html?body=" + quote(ECHO))
+    await sock.send({"type": "navigate", "url": echo})
+    await sock.send({"type": "pointer", "action": "click", "x": 5, "y": 5})
+    await sock.quiet()
+    latencies = []
+    for _ in range(samples):
+        await sock.quiet()
+        sent = time.perf_counter()
+        await sock.send({"type": "key", "key": "x"})
+        arrived = await asyncio.wait_for(sock.frames.get(), 10)
+        latencies.append((arrived - sent) * 1000)
+    errors = [m for m in sock.messages if m.get("type") == "error"]
+    await sock.ws.close()
+    latencies.sort()
+    return {
+        "fps": fps,
+        "latency_median_ms": statistics.median(latencies),
+        "latency_p90_ms": latencies[int(0.9 * (len(latencies) - 1))],
+        "errors": float(len(errors)),
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--samples", type=int, default=15)
+    parser.add_argument("--browsers", default="chromium,firefox")
+    args = parser.parse_args()
+    sites = start_sites()
+    with tempfile.TemporaryDirectory() as tmp:
+        server = Server(Path(tmp) / "data", Path(tmp) / "cache", "chromium")
+        server.start()
+        try:
+            print(
+                f"live view at {WIDTH}×{HEIGHT}; targets ≥ 20 fps (Chromium), input→frame ≤ 100 ms"
+            )
+            for browser in args.browsers.split(","):
+                result = await measure(server, browser, args.seconds, args.samples, sites)
+                print(
+                    f"{browser:9} {result['fps']:5.1f} fps · input→frame median "
+                    f"{result['latency_median_ms']:5.1f} ms, p90 {result['latency_p90_ms']:5.1f} ms"
+                    f" ({args.samples} keys; {int(result['errors'])} error messages)"
+                )
+        finally:
+            server.kill()
+            subprocess.run([SITEKEEP, "stop"], env=server.env, capture_output=True, timeout=120)
+            server.http.close()
+            sites.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

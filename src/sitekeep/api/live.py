@@ -1,0 +1,119 @@
+"""HTTP and WebSocket routes of live sessions (SPEC §10); :mod:`sitekeep.live` has the rules.
+
+Routes::
+
+    POST   /v1/live-sessions               {key?, browser?, url?, profile?, country?} →
+                                           {id, key, socket, ticket, ticket_expires_at,
+                                           expires_at, created_at, url, title}
+    POST   /v1/live-sessions/{id}/ticket   a fresh ticket for the caller's live session
+    DELETE /v1/live-sessions/{id}          end it (the session and its browser stay)
+    WS     /v1/live-sessions/{id}/socket   first message {"ticket": …}; then frames out
+                                           (binary JPEG), JSON messages both ways
+
+A socket refused (no ticket within 10 s, unknown/spent ticket, another live session's)
+gets one ``error`` message and closes with code 4401; a live session whose browser is
+gone, 4404.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from pydantic import BaseModel, ConfigDict
+
+from sitekeep.api.app import Svc, Who
+from sitekeep.errors import NotFound, SitekeepError, Unauthorized
+from sitekeep.live import Relay
+from sitekeep.service import Service
+
+__all__ = ["router", "serve_socket"]
+
+FIRST_MESSAGE_WAIT = 10.0
+"""Seconds a socket has to send its ticket."""
+
+router = APIRouter(prefix="/v1/live-sessions", tags=["live"])
+
+
+class LiveBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    key: str | None = None
+    browser: str | None = None
+    url: str | None = None
+    profile: str | None = None
+    country: str | None = None
+
+
+@router.post("")
+async def create_live_session(who: Who, svc: Svc, body: LiveBody | None = None) -> dict[str, Any]:
+    """Open (or return to) a session as the caller's one live session, and a one-shot
+    ticket (single use, 30 s) for its WebSocket; a live session the caller had ends."""
+    return await svc.live.create(who, **(body or LiveBody()).model_dump())
+
+
+@router.post("/{id_}/ticket")
+async def live_ticket(id_: str, who: Who, svc: Svc) -> dict[str, Any]:
+    """A fresh one-shot ticket for the caller's live session ``id`` (404 otherwise)."""
+    return await svc.live.ticket(who, id_)
+
+
+@router.delete("/{id_}")
+async def end_live_session(id_: str, who: Who, svc: Svc) -> dict[str, Any]:
+    """End the caller's live session: its sockets close; the session stays."""
+    return await svc.live.end(who, id_)
+
+
+def _refusal(exc: SitekeepError) -> str:
+    return json.dumps({"type": "error", "error": {"type": exc.type_name, "message": exc.message}})
+
+
+async def serve_socket(ws: WebSocket, svc: Service, id_: str) -> None:
+    """Authorise one socket by its first message's ticket, then relay it."""
+    await ws.accept()
+    try:
+        with anyio.fail_after(FIRST_MESSAGE_WAIT):
+            first = await ws.receive_text()
+        try:
+            ticket = json.loads(first).get("ticket")
+        except (ValueError, AttributeError):
+            ticket = None
+        who, live = await svc.live.redeem(ticket, id_)
+    except TimeoutError:
+        await ws.send_text(_refusal(Unauthorized("no ticket came")))
+        await ws.close(4401)
+        return
+    except Unauthorized as exc:
+        await ws.send_text(_refusal(exc))
+        await ws.close(4401)
+        return
+    browser = await svc.live_browser(who, live.key)
+    if browser is None:
+        await ws.send_text(_refusal(NotFound("browser of session", live.key)))
+        await ws.close(4404)
+        return
+    relay = Relay(
+        svc,
+        who,
+        live,
+        browser,
+        send=ws.send_text,
+        send_bytes=ws.send_bytes,
+        receive=ws.receive_text,
+    )
+    try:
+        await relay.run()
+        await ws.close(1000)
+    except (WebSocketDisconnect, RuntimeError):  # the client left first
+        return
+
+
+@router.websocket("/{id_}/socket")
+async def live_socket(ws: WebSocket, id_: str) -> None:
+    """The live view's socket (see the module's docstring)."""
+    try:
+        await serve_socket(ws, ws.app.state.service, id_)
+    except WebSocketDisconnect:
+        return

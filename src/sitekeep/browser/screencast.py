@@ -1,0 +1,245 @@
+"""The live view's browser side over WebDriver BiDi (SPEC §10): frames out, input in.
+
+Frames are ``browsingContext.captureScreenshot`` of the main tab (BiDi has no live
+screencast: ``browsingContext.startScreencast`` records to a file and neither browser
+implements it — research/bidi-spike.md §8). Input is a person's, so nothing here logs it:
+
+- ``pointer`` (``down``, ``up``, ``move``, ``click``; buttons 0–2) and ``wheel`` →
+  ``input.performActions`` with a mouse source and a wheel source (W3C WebDriver BiDi
+  §7.6 input; the pressed-button state lives in the browser between messages, so a drag
+  is down, moves, up);
+- ``key`` (``down``, ``up``, ``press`` with ``modifiers``) and ``text`` →
+  ``input.performActions`` with a key source (a single character stands for itself, named
+  keys as :data:`~sitekeep.browser.page.KEYS` has them);
+- ``navigate`` → ``browsingContext.navigate`` (the agents' navigation policy applies);
+- ``resize`` → ``browsingContext.setViewport``, bounded to 320–2560 × 240–1600 CSS px.
+
+A message that breaks these rules is :class:`~sitekeep.errors.InvalidInput` naming the
+field, and nothing is sent to the browser.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from sitekeep.browser.live import LiveBrowser, PageInfo
+from sitekeep.browser.page import KEYS
+from sitekeep.errors import InvalidInput
+from sitekeep.policy import check_url
+
+__all__ = [
+    "HEIGHTS",
+    "WIDTHS",
+    "Ack",
+    "Key",
+    "LiveInput",
+    "Navigate",
+    "Pointer",
+    "Resize",
+    "Text",
+    "Wheel",
+    "apply",
+    "capture",
+    "decode",
+    "parse",
+    "perform_params",
+    "viewport",
+]
+
+WIDTHS = (320, 2560)
+"""The live viewport's width bounds, CSS pixels (inclusive)."""
+HEIGHTS = (240, 1600)
+"""The live viewport's height bounds, CSS pixels (inclusive)."""
+MAX_TEXT = 4096
+"""The longest ``text`` message, in characters."""
+FRAME_FORMAT = {"type": "image/jpeg", "quality": 0.75}
+"""``captureScreenshot``'s format: JPEG costs Chromium no more than PNG and Firefox less."""
+
+_MOUSE = {"type": "pointer", "id": "live-mouse", "parameters": {"pointerType": "mouse"}}
+_X = Annotated[int, Field(ge=0, lt=WIDTHS[1])]
+_Y = Annotated[int, Field(ge=0, lt=HEIGHTS[1])]
+_DELTA = Annotated[int, Field(ge=-100_000, le=100_000)]
+_MODIFIERS = ("Shift", "Control", "Alt", "Meta")
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Pointer(_Message):
+    type: Literal["pointer"]
+    action: Literal["down", "up", "move", "click"]
+    x: _X
+    y: _Y
+    button: Annotated[int, Field(ge=0, le=2)] = 0
+
+
+class Wheel(_Message):
+    type: Literal["wheel"]
+    x: _X
+    y: _Y
+    dx: _DELTA = 0
+    dy: _DELTA = 0
+
+
+class Key(_Message):
+    type: Literal["key"]
+    key: Annotated[str, Field(min_length=1, max_length=32)]
+    action: Literal["down", "up", "press"] = "press"
+    modifiers: list[Literal["Shift", "Control", "Alt", "Meta"]] = Field(
+        default_factory=list, max_length=4
+    )
+
+
+class Text(_Message):
+    type: Literal["text"]
+    text: Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
+
+
+class Navigate(_Message):
+    type: Literal["navigate"]
+    url: Annotated[str, Field(min_length=1, max_length=8192)]
+
+
+class Resize(_Message):
+    type: Literal["resize"]
+    width: Annotated[int, Field(ge=WIDTHS[0], le=WIDTHS[1])]
+    height: Annotated[int, Field(ge=HEIGHTS[0], le=HEIGHTS[1])]
+
+
+class Ack(_Message):
+    """The client drew a frame: one more may be in flight."""
+
+    type: Literal["ack"]
+
+
+LiveInput = Annotated[
+    Pointer | Wheel | Key | Text | Navigate | Resize | Ack, Field(discriminator="type")
+]
+_ADAPTER: TypeAdapter[LiveInput] = TypeAdapter(LiveInput)
+
+
+def parse(message: object) -> Pointer | Wheel | Key | Text | Navigate | Resize | Ack:
+    """One client message, validated.
+
+    Raises:
+        InvalidInput: not an object of a known ``type``, or a field out of its bounds
+            (``field`` names it, e.g. ``width``); never echoes a typed value.
+    """
+    try:
+        return _ADAPTER.validate_python(message)
+    except ValidationError as exc:
+        error = exc.errors(include_input=False)[0]
+        loc = [str(p) for p in error["loc"][1:]] or ["type"]
+        field = ".".join(loc)
+        raise InvalidInput(f"{field}: {error['msg']}", field=field) from None
+
+
+def _key_value(key: str) -> str:
+    if key in KEYS:
+        return KEYS[key]
+    if key == " ":
+        return " "
+    if len(key) == 1:
+        return key
+    raise InvalidInput("key: a single character or a named key (Enter, Tab, …)", field="key")
+
+
+def _keys(values: list[str]) -> dict[str, Any]:
+    actions = [{"type": "keyDown", "value": v} for v in values]
+    actions += [{"type": "keyUp", "value": v} for v in reversed(values)]
+    return {"type": "key", "id": "live-keys", "actions": actions}
+
+
+def perform_params(message: Pointer | Wheel | Key | Text) -> dict[str, Any]:
+    """The ``input.performActions`` source for one input message (no ``context`` yet).
+
+    Raises:
+        InvalidInput: an unknown key name (field ``key``).
+    """
+    if isinstance(message, Pointer):
+        move = {"type": "pointerMove", "x": message.x, "y": message.y, "origin": "viewport"}
+        down = {"type": "pointerDown", "button": message.button}
+        up = {"type": "pointerUp", "button": message.button}
+        steps = {"move": [move], "down": [move, down], "up": [move, up], "click": [move, down, up]}
+        return {**_MOUSE, "actions": steps[message.action]}
+    if isinstance(message, Wheel):
+        scroll = {"type": "scroll", "x": message.x, "y": message.y, "origin": "viewport"}
+        scroll.update(deltaX=message.dx, deltaY=message.dy)
+        return {"type": "wheel", "id": "live-wheel", "actions": [scroll]}
+    if isinstance(message, Key):
+        value = _key_value(message.key)
+        if message.action == "down":
+            return {
+                "type": "key",
+                "id": "live-keys",
+                "actions": [{"type": "keyDown", "value": value}],
+            }
+        if message.action == "up":
+            return {
+                "type": "key",
+                "id": "live-keys",
+                "actions": [{"type": "keyUp", "value": value}],
+            }
+        return _keys([KEYS[m] for m in _MODIFIERS if m in message.modifiers] + [value])
+    actions = []
+    for char in message.text.replace("\r\n", "\n"):
+        value = KEYS["Enter"] if char == "\n" else char
+        actions += [{"type": "keyDown", "value": value}, {"type": "keyUp", "value": value}]
+    return {"type": "key", "id": "live-keys", "actions": actions}
+
+
+async def apply(
+    browser: LiveBrowser,
+    message: Pointer | Wheel | Key | Text | Navigate | Resize,
+    *,
+    own_origins: Iterable[str] = (),
+) -> PageInfo | tuple[int, int] | None:
+    """Send one input message to the browser's main tab.
+
+    Returns:
+        Where a ``navigate`` landed, the viewport a ``resize`` set, else None.
+
+    Raises:
+        InvalidInput: a refused URL (field ``url``), an unknown key (field ``key``).
+        NavigationFailed, BidiError, BidiTimeout, BrowserUnavailable: from the browser.
+    """
+    if isinstance(message, Navigate):
+        url = check_url(message.url, own_origins=list(own_origins))
+        return await browser.navigate(url)
+    if isinstance(message, Resize):
+        size = {"width": message.width, "height": message.height}
+        await browser.conn.send(
+            "browsingContext.setViewport", {"context": browser.context, "viewport": size}
+        )
+        return message.width, message.height
+    await browser.conn.send(
+        "input.performActions",
+        {"context": browser.context, "actions": [perform_params(message)]},
+    )
+    return None
+
+
+async def capture(browser: LiveBrowser) -> str:
+    """The main tab's viewport as JPEG, base64 (as BiDi returns it: equal strings are
+    equal frames, compared before anything is decoded)."""
+    result = await browser.conn.send(
+        "browsingContext.captureScreenshot",
+        {"context": browser.context, "format": FRAME_FORMAT, "origin": "viewport"},
+    )
+    return str(result["data"])
+
+
+def decode(data: str) -> bytes:
+    """A captured frame's bytes."""
+    return base64.b64decode(data)
+
+
+async def viewport(browser: LiveBrowser) -> tuple[int, int]:
+    """The main tab's viewport size, CSS pixels."""
+    size = await browser.evaluate_json("() => JSON.stringify([innerWidth, innerHeight])")
+    return int(size[0]), int(size[1])

@@ -1,0 +1,442 @@
+"""Live sessions (SPEC §10): a person drives a session's browser through a canvas.
+
+A **live session** is a session's browser streamed to its owner: ``create`` opens (or
+returns to) the session like ``open_session`` and records ``{id, key, expires_at}`` for the
+owner — one per owner (tenant, subject): a new one replaces the last, whose sockets end —
+with a TTL (``SITEKEEP_LIVE_TTL``). The records and tickets live in the session store, so
+any replica can serve the socket.
+
+The WebSocket is authorised by a **ticket**: random, single use (redeeming deletes it; of
+two redeemers only the one whose delete removed it wins), ~30 s, bound to the live session
+and its owner; only its SHA-256 is stored. It travels in the socket's first message, never
+in a URL (URLs are logged).
+
+:class:`Relay` pumps one socket: frames out as binary JPEG messages, JSON messages both
+ways (:mod:`sitekeep.browser.screencast` has the input messages). Frames never queue: at
+most :data:`HIGH_WATER` are in flight unacknowledged (each drawn frame is acked), one more
+waits in a one-slot mailbox that a newer frame replaces (newest wins), and no frame is
+captured while the client is that far behind — the rate follows the client. Unchanged
+frames are skipped, and an idle page is captured less and less often until input or a
+change wakes it. Server messages other than frames (``ready``, ``page``, ``viewport``,
+``error``, ``closed``) are queued without a bound and never dropped; so is input, which
+runs in order under the session's lock — the one agent calls take — so a person's input
+and an agent's call never interleave in one tab. Input is a person's: it is never logged
+nor journaled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import secrets
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from sitekeep.browser import screencast
+from sitekeep.browser.live import LiveBrowser, PageInfo
+from sitekeep.errors import (
+    BidiError,
+    BidiTimeout,
+    BrowserUnavailable,
+    InvalidInput,
+    NotFound,
+    SitekeepError,
+    Unauthorized,
+)
+from sitekeep.model import Principal
+
+if TYPE_CHECKING:
+    from sitekeep.service import Service
+
+__all__ = ["HIGH_WATER", "TICKET_TTL", "LiveSession", "LiveSessions", "Relay"]
+
+TICKET_TTL = 30.0
+"""Seconds a ticket can be redeemed."""
+HIGH_WATER = 3
+"""Frames in flight (sent, not yet acknowledged) before capturing pauses."""
+IDLE_MAX = 0.25
+"""The longest pause, seconds, between two captures of a page that does not change."""
+WATCH_EVERY = 0.5
+"""Seconds between two checks of the live record and of the page's URL and title."""
+
+_LIVE_PREFIX = "live/"
+_TICKET_PREFIX = "live-ticket/"
+
+
+@dataclass(frozen=True, slots=True)
+class LiveSession:
+    """One owner's live session.
+
+    Attributes:
+        id: 16 hex digits. key: the session it shows. tenant, subject: its owner.
+        created_at, expires_at: seconds since the epoch.
+    """
+
+    id: str
+    key: str
+    tenant: str
+    subject: str
+    created_at: float
+    expires_at: float
+
+    def as_json(self) -> dict[str, Any]:
+        """``{id, key, created_at, expires_at, socket}`` (``socket``: the WebSocket path)."""
+        return {
+            "id": self.id,
+            "key": self.key,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "socket": f"/v1/live-sessions/{self.id}/socket",
+        }
+
+
+def _live_key(tenant: str, subject: str) -> str:
+    return f"{_LIVE_PREFIX}{tenant}/{subject}"
+
+
+def _ticket_key(ticket: str) -> str:
+    return _TICKET_PREFIX + hashlib.sha256(ticket.encode()).hexdigest()
+
+
+class LiveSessions:
+    """The live-session use cases over one :class:`~sitekeep.service.Service`."""
+
+    def __init__(self, service: Service) -> None:
+        self._svc = service
+
+    async def create(
+        self,
+        who: Principal,
+        *,
+        key: str | None = None,
+        browser: str | None = None,
+        url: str | None = None,
+        profile: str | None = None,
+        country: str | None = None,
+    ) -> dict[str, Any]:
+        """Open (or return to) the session ``key`` (a new one when None) like
+        ``open_session``, make it the owner's live session, and issue a ticket.
+
+        Returns:
+            ``{id, key, created_at, expires_at, socket, ticket, ticket_expires_at, url,
+            title}``.
+
+        Raises:
+            as ``Service.open_session``.
+        """
+        svc = self._svc
+        opened = await svc.open_session(
+            who, key=key, browser=browser, url=url, profile=profile, country=country
+        )
+        live, ticket = await self._start(who, opened["key"])
+        return {**live.as_json(), **ticket, "url": opened["url"], "title": opened["title"]}
+
+    async def _start(self, who: Principal, key: str) -> tuple[LiveSession, dict[str, Any]]:
+        """Record the owner's live session on ``key`` (replacing theirs) and a ticket."""
+        svc = self._svc
+        now = svc._clock()
+        ttl = svc.settings.live_ttl
+        live = LiveSession(secrets.token_hex(8), key, who.tenant, who.subject, now, now + ttl)
+        raw = json.dumps(asdict(live)).encode()
+        await svc._store.set(_live_key(who.tenant, who.subject), raw, ttl=ttl)
+        return live, await self._issue(who, live)
+
+    async def current(self, tenant: str, subject: str) -> LiveSession | None:
+        """The owner's live session, or None (none, or past its TTL)."""
+        raw = await self._svc._store.get(_live_key(tenant, subject))
+        if raw is None:
+            return None
+        live = LiveSession(**json.loads(raw))
+        return live if live.expires_at > self._svc._clock() else None
+
+    async def _require(self, who: Principal, id_: str) -> LiveSession:
+        live = await self.current(who.tenant, who.subject)
+        if live is None or live.id != id_:
+            raise NotFound("live session", id_)
+        return live
+
+    async def _issue(self, who: Principal, live: LiveSession) -> dict[str, Any]:
+        ticket = "lt_" + secrets.token_urlsafe(32)
+        expires_at = self._svc._clock() + TICKET_TTL
+        data = {
+            "tenant": who.tenant,
+            "subject": who.subject,
+            "role": who.role,
+            "id": live.id,
+            "expires_at": expires_at,
+        }
+        await self._svc._store.set(_ticket_key(ticket), json.dumps(data).encode(), ttl=TICKET_TTL)
+        return {"ticket": ticket, "ticket_expires_at": expires_at}
+
+    async def ticket(self, who: Principal, id_: str) -> dict[str, Any]:
+        """A fresh ticket for the caller's own live session (to connect again).
+
+        Returns:
+            ``{ticket, ticket_expires_at}``.
+
+        Raises:
+            NotFound: ``id`` is not the caller's current live session.
+        """
+        return await self._issue(who, await self._require(who, id_))
+
+    async def end(self, who: Principal, id_: str) -> dict[str, Any]:
+        """End the caller's live session: its sockets close (within :data:`WATCH_EVERY`);
+        the session and its browser stay (close or delete them as any session).
+
+        Returns:
+            ``{id, key, ended: true}``.
+
+        Raises:
+            NotFound: ``id`` is not the caller's current live session.
+        """
+        live = await self._require(who, id_)
+        await self._svc._store.delete(_live_key(who.tenant, who.subject))
+        return {"id": live.id, "key": live.key, "ended": True}
+
+    async def redeem(self, ticket: object, id_: str) -> tuple[Principal, LiveSession]:
+        """Spend a ticket for the socket of live session ``id``.
+
+        Raises:
+            Unauthorized: no such ticket (unknown, spent or expired), or one for another
+                live session, or that live session has ended.
+        """
+        if not isinstance(ticket, str) or not ticket or len(ticket) > 256:
+            raise Unauthorized('send {"ticket": …} from POST /v1/live-sessions first')
+        store = self._svc._store
+        raw = await store.get(_ticket_key(ticket))
+        if raw is None or not await store.delete(_ticket_key(ticket)):
+            raise Unauthorized("unknown, spent or expired ticket")
+        data = json.loads(raw)
+        if data["expires_at"] <= self._svc._clock():
+            raise Unauthorized("unknown, spent or expired ticket")
+        who = Principal(data["tenant"], data["subject"], data["role"])
+        live = await self.current(who.tenant, who.subject)
+        if data["id"] != id_ or live is None or live.id != id_:
+            raise Unauthorized("the ticket is not for this live session, or it has ended")
+        return who, live
+
+    async def why_over(self, live: LiveSession) -> str | None:
+        """None while ``live`` is its owner's live session; else ``ended``, ``replaced``
+        or ``expired``."""
+        raw = await self._svc._store.get(_live_key(live.tenant, live.subject))
+        if raw is None:
+            return "expired" if live.expires_at <= self._svc._clock() else "ended"
+        now = LiveSession(**json.loads(raw))
+        if now.id != live.id:
+            return "replaced"
+        return "expired" if now.expires_at <= self._svc._clock() else None
+
+
+Send = Callable[[str], Awaitable[None]]
+SendBytes = Callable[[bytes], Awaitable[None]]
+Receive = Callable[[], Awaitable[str]]
+
+
+def _error(exc: SitekeepError) -> dict[str, Any]:
+    error: dict[str, Any] = {"type": exc.type_name, "message": exc.message}
+    field = getattr(exc, "field", None)
+    if field:
+        error["field"] = field
+    return {"type": "error", "error": error}
+
+
+class Relay:
+    """One live socket: frames out, input in (see the module's docstring).
+
+    ``send``/``send_bytes``/``receive`` are the socket's; :meth:`run` returns when the
+    client leaves, the live session is over (after a ``closed`` message), or the browser
+    is gone (after an ``error``).
+    """
+
+    def __init__(
+        self,
+        service: Service,
+        who: Principal,
+        live: LiveSession,
+        browser: LiveBrowser,
+        *,
+        send: Send,
+        send_bytes: SendBytes,
+        receive: Receive,
+    ) -> None:
+        self._svc = service
+        self._who = who
+        self._live = live
+        self._browser = browser
+        self._send = send
+        self._send_bytes = send_bytes
+        self._receive = receive
+        self._control: deque[dict[str, Any]] = deque()
+        self._frame: str | None = None
+        self._last: str | None = None
+        self._in_flight = 0
+        self._wake = asyncio.Event()  # the sender has something
+        self._room = asyncio.Event()  # the client can take a frame
+        self._kick = asyncio.Event()  # input ran: capture now
+        self._inputs: asyncio.Queue[Any] = asyncio.Queue(maxsize=256)
+        self._room.set()
+        self._started = 0  # captures started, in order
+        self._shown = 0  # the newest capture taken as a frame
+        self._closing = False
+        self.frames = 0
+        """Frames sent."""
+
+    def _say(self, message: dict[str, Any]) -> None:
+        self._control.append(message)
+        self._wake.set()
+
+    def _close(self, message: dict[str, Any]) -> None:
+        """Say ``message`` last: the sender sends it, then the relay ends."""
+        self._say(message)
+        self._closing = True
+
+    async def run(self) -> None:
+        """Pump until the client leaves or the live session is over."""
+        width, height = await screencast.viewport(self._browser)
+        page = await self._browser.page_info()
+        self._say(
+            {
+                "type": "ready",
+                **self._live.as_json(),
+                "browser": self._browser.ref.kind,
+                "width": width,
+                "height": height,
+                "url": page.url,
+                "title": page.title,
+            }
+        )
+        self._page = page
+        tasks = [
+            asyncio.create_task(self._sender(), name="live-sender"),
+            *(
+                asyncio.create_task(self._capturer(), name="live-capture")
+                for _ in range(self._svc.settings.live_captures)
+            ),
+            asyncio.create_task(self._receiver(), name="live-receive"),
+            asyncio.create_task(self._inputs_worker(), name="live-input"),
+            asyncio.create_task(self._watcher(), name="live-watch"),
+        ]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _sender(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._control:
+                await self._send(json.dumps(self._control.popleft()))
+            if self._closing:
+                return
+            if self._frame is not None and self._in_flight < HIGH_WATER:
+                data, self._frame = self._frame, None
+                self._in_flight += 1
+                if self._in_flight >= HIGH_WATER:
+                    self._room.clear()
+                await self._send_bytes(screencast.decode(data))
+                self.frames += 1
+
+    async def _capturer(self) -> None:
+        idle = 0
+        while True:
+            await self._room.wait()
+            self._kick.clear()  # input from now on is in this capture or wakes the next
+            self._started += 1
+            number = self._started
+            try:
+                data = await screencast.capture(self._browser)
+            except (BidiError, BidiTimeout):
+                # A document being replaced has nothing to show for a moment.
+                await asyncio.sleep(0.05)
+                continue
+            except BrowserUnavailable:
+                self._close(_error(BrowserUnavailable("the browser is gone")))
+                return
+            if number < self._shown:
+                continue  # a capture started later already answered: it is newer
+            self._shown = number
+            if data != self._last:
+                self._last = self._frame = data  # an unsent older frame is replaced
+                self._wake.set()
+                idle = 0
+                continue
+            idle += 1
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(IDLE_MAX, 0.02 * idle)):
+                    await self._kick.wait()
+
+    async def _receiver(self) -> None:
+        while True:
+            raw = await self._receive()
+            try:
+                message = screencast.parse(json.loads(raw))
+            except ValueError:
+                self._say(_error(InvalidInput("send JSON messages", field="type")))
+                continue
+            except InvalidInput as exc:
+                self._say(_error(exc))
+                continue
+            if isinstance(message, screencast.Ack):
+                self._in_flight = max(0, self._in_flight - 1)
+                if self._in_flight < HIGH_WATER:
+                    self._room.set()
+                self._wake.set()
+                continue
+            await self._inputs.put(message)
+
+    async def _inputs_worker(self) -> None:
+        svc = self._svc
+        while True:
+            batch = [await self._inputs.get()]
+            while not self._inputs.empty():
+                batch.append(self._inputs.get_nowait())
+            try:
+                # The lock every agent call takes: input never interleaves with one.
+                async with svc.session_held(self._who.tenant, self._live.key):
+                    for message in batch:
+                        await self._apply(message)
+            except BrowserUnavailable:
+                self._close(_error(BrowserUnavailable("the browser is gone")))
+                return
+            except SitekeepError as exc:  # the lock was not had: nothing ran
+                self._say(_error(exc))
+            self._kick.set()
+
+    async def _apply(self, message: Any) -> None:
+        try:
+            done = await screencast.apply(
+                self._browser, message, own_origins=self._svc.own_origins()
+            )
+        except (BidiError, BidiTimeout) as exc:
+            self._say(_error(exc))
+            return
+        except BrowserUnavailable:
+            raise
+        except SitekeepError as exc:
+            self._say(_error(exc))
+            return
+        if isinstance(done, PageInfo):
+            self._page = done
+            self._say({"type": "page", "url": done.url, "title": done.title})
+        elif isinstance(done, tuple):
+            self._say({"type": "viewport", "width": done[0], "height": done[1]})
+
+    async def _watcher(self) -> None:
+        while True:
+            await asyncio.sleep(WATCH_EVERY)
+            reason = await self._svc.live.why_over(self._live)
+            if reason is not None:
+                self._close({"type": "closed", "reason": reason})
+                return
+            with contextlib.suppress(BidiError, BidiTimeout):
+                page = await self._browser.page_info()
+                if page != self._page:
+                    self._page = page
+                    self._say({"type": "page", "url": page.url, "title": page.title})

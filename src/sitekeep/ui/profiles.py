@@ -1,0 +1,348 @@
+"""The admin UI's Profiles and Proxies tabs and the sign-in wizard (SPEC §9, §10, §14).
+
+They call the profile and proxy use cases of the service (``create_profile``,
+``list_profiles``, ``update_profile``, ``capture_profile``, ``state_preview``,
+``list_proxies``, ``put_proxy``, ``delete_proxy`` and ``profiles.delete`` — issue #12),
+typed here by :class:`ProfilesPort`; on a server without them the pages say so (404).
+
+The wizard: name + country → a live browser (:mod:`sitekeep.live`) on a new session →
+sign in to any number of sites → a polled state preview with the auth cookies the
+heuristic picks pre-selected (``static/wizard.js`` keeps a person's own choices over
+every later poll) → "Save profile" (create + capture of the selected cookies + the
+session deleted) or "Close without saving" (the session deleted, nothing kept).
+"Sign in again" opens the live browser on a new session restored from the profile,
+landing on its first cookie domain.
+
+Routes::
+
+    GET  /admin/ui/profiles                           the list
+    POST /admin/ui/profiles/{id}/share|private|rename|delete|sign-in-again
+    GET  /admin/ui/profiles/new ; POST /admin/ui/profiles/new     the wizard's first step
+    GET  /admin/ui/wizard/{live}                      the live browser and the preview
+    GET  /admin/ui/wizard/{live}/preview              the state preview (JSON, polled)
+    POST /admin/ui/wizard/{live}/save ; POST /admin/ui/wizard/{live}/discard
+    GET  /admin/ui/proxies ; POST /admin/ui/proxies ; POST /admin/ui/proxies/{name}/delete
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, cast
+from urllib.parse import quote
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+
+from sitekeep.admin import SignIn
+from sitekeep.api.app import Svc
+from sitekeep.errors import InvalidInput, NotFound
+from sitekeep.model import Principal
+from sitekeep.service import Service
+from sitekeep.ui.pages import Signed, Writer, _now, _own_live, _render, _UiRoute
+
+__all__ = ["ProfilesPort", "router"]
+
+router = APIRouter(route_class=_UiRoute, include_in_schema=False)
+
+
+class _ProfileStore(Protocol):
+    async def delete(self, who: Principal, ident: str) -> None: ...
+
+
+class ProfilesPort(Protocol):
+    """The service's profile and proxy use cases these pages call (issue #12)."""
+
+    profiles: _ProfileStore
+
+    async def create_profile(
+        self, who: Principal, name: str, visibility: str = ..., country: str | None = ...
+    ) -> dict[str, Any]: ...
+
+    async def list_profiles(self, who: Principal) -> dict[str, Any]: ...
+
+    async def get_profile(self, who: Principal, ident: str) -> dict[str, Any]: ...
+
+    async def update_profile(
+        self, who: Principal, ident: str, changes: Mapping[str, Any]
+    ) -> dict[str, Any]: ...
+
+    async def capture_profile(
+        self,
+        who: Principal,
+        ident: str,
+        session: str,
+        cookies: Sequence[Mapping[str, object]] | None = ...,
+    ) -> dict[str, Any]: ...
+
+    async def state_preview(self, who: Principal, key: str) -> dict[str, Any]: ...
+
+    async def list_proxies(self, who: Principal) -> dict[str, Any]: ...
+
+    async def put_proxy(
+        self, who: Principal, name: str, country: str, url: str, auth_secret: str | None = ...
+    ) -> dict[str, Any]: ...
+
+    async def delete_proxy(self, who: Principal, name: str) -> None: ...
+
+
+def _port(svc: Service) -> ProfilesPort:
+    """The service as :class:`ProfilesPort`.
+
+    Raises:
+        NotFound: this server has no profiles yet.
+    """
+    if not hasattr(svc, "list_profiles"):
+        raise NotFound("page", "profiles (not on this server yet)")
+    return cast(ProfilesPort, svc)
+
+
+# -- the list -------------------------------------------------------------------------------
+
+
+def expiry_chip(profile: Mapping[str, Any]) -> str:
+    """The list's chip: ``not captured``, ``fresh``, ``expires in N days``, ``expired``."""
+    status = profile.get("status")
+    if status == "expires_soon":
+        days = int(profile.get("expires_in_days", 0))
+        return "expires today" if days == 0 else f"expires in {days} day{'s' * (days != 1)}"
+    return {"empty": "not captured", "expired": "expired"}.get(str(status), "fresh")
+
+
+@router.get("/admin/ui/profiles")
+async def profiles_page(request: Request, signed: Signed, svc: Svc) -> HTMLResponse:
+    listed = await _port(svc).list_profiles(signed.principal)
+    return _render(
+        "profiles.html",
+        signed=signed,
+        section="profiles",
+        profiles=listed["profiles"],
+        now=listed.get("now", _now(svc)),
+        chip=expiry_chip,
+        done=request.query_params.get("done"),
+    )
+
+
+def _back(done: str) -> RedirectResponse:
+    return RedirectResponse(f"/admin/ui/profiles?done={quote(done)}", status_code=303)
+
+
+@router.post("/admin/ui/profiles/{ident}/share")
+async def share_profile(ident: str, signed: Writer, svc: Svc) -> Response:
+    changed = await _port(svc).update_profile(signed.principal, ident, {"visibility": "workspace"})
+    return _back(f"{changed['name']} is shared with the workspace.")
+
+
+@router.post("/admin/ui/profiles/{ident}/private")
+async def private_profile(ident: str, signed: Writer, svc: Svc) -> Response:
+    changed = await _port(svc).update_profile(signed.principal, ident, {"visibility": "private"})
+    return _back(f"{changed['name']} is private.")
+
+
+@router.post("/admin/ui/profiles/{ident}/rename")
+async def rename_profile(request: Request, ident: str, signed: Writer, svc: Svc) -> Response:
+    name = request.state.form.get("name", "")
+    changed = await _port(svc).update_profile(signed.principal, ident, {"name": name})
+    return _back(f"Renamed to {changed['name']}.")
+
+
+@router.post("/admin/ui/profiles/{ident}/delete")
+async def delete_profile(ident: str, signed: Writer, svc: Svc) -> Response:
+    port = _port(svc)
+    profile = await port.get_profile(signed.principal, ident)
+    await port.profiles.delete(signed.principal, ident)
+    return _back(f"Deleted {profile['name']}.")
+
+
+@router.post("/admin/ui/profiles/{ident}/sign-in-again")
+async def sign_in_again(request: Request, ident: str, signed: Writer, svc: Svc) -> Response:
+    """The wizard, warm: a new session restored from the profile, on its first site."""
+    profile = await _port(svc).get_profile(signed.principal, ident)
+    domains = profile.get("cookie_domains") or []
+    url = f"https://{domains[0].lstrip('.')}/" if domains else None
+    browser = request.state.form.get("browser") or None
+    live = await svc.live.create(
+        signed.principal,
+        key=_wizard_key(),
+        browser=browser,
+        url=url,
+        profile=ident,
+        country=profile.get("country"),
+    )
+    query = f"name={quote(profile['name'])}&profile={quote(ident)}"
+    return RedirectResponse(f"/admin/ui/wizard/{live['id']}?{query}", status_code=303)
+
+
+# -- the wizard -----------------------------------------------------------------------------
+
+_NEW_FORM = {"name": "", "country": "", "browser": "chromium"}
+
+
+def _wizard_key() -> str:
+    return "wizard-" + secrets.token_hex(5)
+
+
+async def _countries(svc: Service, who: Principal) -> list[str]:
+    listed = await _port(svc).list_proxies(who)
+    return [str(c) for c in listed.get("countries", [])]
+
+
+async def _new_page(
+    signed: SignIn, svc: Service, status: int = 200, **context: Any
+) -> HTMLResponse:
+    context.setdefault("form", _NEW_FORM)
+    context.setdefault("error", None)
+    countries = await _countries(svc, signed.principal)
+    return _render(
+        "wizard_new.html", status, signed=signed, section="profiles", countries=countries, **context
+    )
+
+
+@router.get("/admin/ui/profiles/new")
+async def new_profile_page(signed: Signed, svc: Svc) -> HTMLResponse:
+    return await _new_page(signed, svc)
+
+
+@router.post("/admin/ui/profiles/new")
+async def new_profile(request: Request, signed: Writer, svc: Svc) -> Response:
+    """Name + country → a live browser on a new session (nothing is saved yet)."""
+    form: dict[str, str] = request.state.form
+    kept = {k: form.get(k, "").strip() for k in _NEW_FORM}
+    if not kept["name"]:
+        return await _new_page(signed, svc, 400, error="Name the profile.", form=kept)
+    try:
+        live = await svc.live.create(
+            signed.principal,
+            key=_wizard_key(),
+            browser=kept["browser"] or None,
+            country=kept["country"] or None,
+        )
+    except InvalidInput as exc:
+        return await _new_page(signed, svc, 400, error=exc.message, form=kept)
+    query = f"name={quote(kept['name'])}&country={quote(kept['country'])}"
+    return RedirectResponse(f"/admin/ui/wizard/{live['id']}?{query}", status_code=303)
+
+
+@router.get("/admin/ui/wizard/{live_id}")
+async def wizard_page(request: Request, live_id: str, signed: Signed, svc: Svc) -> HTMLResponse:
+    live = await _own_live(signed, svc, live_id)
+    query = request.query_params
+    return _render(
+        "wizard.html",
+        signed=signed,
+        section="profiles",
+        live=live.as_json(),
+        url=(await svc.record(signed.principal, live.key)).url or "",
+        title="",
+        profile_name=query.get("name", ""),
+        country=query.get("country", ""),
+        profile=query.get("profile", ""),
+    )
+
+
+@router.get("/admin/ui/wizard/{live_id}/preview")
+async def wizard_preview(live_id: str, signed: Signed, svc: Svc) -> JSONResponse:
+    """The live browser's cookies by domain — names, expiry, flags, the default selection
+    and the server's ``now``; never a value."""
+    live = await _own_live(signed, svc, live_id)
+    return JSONResponse(await _port(svc).state_preview(signed.principal, live.key))
+
+
+def _selection(text: str) -> list[dict[str, str]]:
+    try:
+        chosen = json.loads(text or "[]")
+    except ValueError:
+        chosen = None
+    if not isinstance(chosen, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("domain"), str) and isinstance(c.get("name"), str)
+        for c in chosen
+    ):
+        raise InvalidInput("cookies must be a list of {domain, name}", field="cookies")
+    if not chosen:
+        raise InvalidInput("choose at least one cookie to keep", field="cookies")
+    return [{"domain": c["domain"], "name": c["name"]} for c in chosen]
+
+
+@router.post("/admin/ui/wizard/{live_id}/save")
+async def wizard_save(request: Request, live_id: str, signed: Writer, svc: Svc) -> Response:
+    """Save profile: create it (or, signing in again, keep it), capture the selected
+    cookies from the live browser, then delete the wizard's session."""
+    who = signed.principal
+    live = await _own_live(signed, svc, live_id)
+    form: dict[str, str] = request.state.form
+    port = _port(svc)
+    cookies = _selection(form.get("cookies", ""))
+    ident = form.get("profile", "")
+    if not ident:
+        created = await port.create_profile(
+            who, form.get("name", "").strip(), "private", form.get("country") or None
+        )
+        ident = created["id"]
+    saved = await port.capture_profile(who, ident, live.key, cookies)
+    await svc.live.end(who, live.id)
+    await svc.delete_session(who, live.key)
+    name = saved.get("profile", {}).get("name") or form.get("name", "")
+    return _back(f"Saved {name}.")
+
+
+@router.post("/admin/ui/wizard/{live_id}/discard")
+async def wizard_discard(live_id: str, signed: Writer, svc: Svc) -> Response:
+    """Close without saving: the wizard's session goes, nothing is kept."""
+    live = await _own_live(signed, svc, live_id)
+    await svc.live.end(signed.principal, live.id)
+    await svc.delete_session(signed.principal, live.key)
+    return RedirectResponse("/admin/ui/profiles", status_code=303)
+
+
+# -- proxies --------------------------------------------------------------------------------
+
+_PROXY_FORM = {"name": "", "country": "", "url": "", "auth_secret": ""}
+
+
+async def _proxies_page(
+    signed: SignIn, svc: Service, status: int = 200, **context: Any
+) -> HTMLResponse:
+    listed = await _port(svc).list_proxies(signed.principal)
+    context.setdefault("form", _PROXY_FORM)
+    context.setdefault("error", None)
+    context.setdefault("done", None)
+    return _render(
+        "proxies.html",
+        status,
+        signed=signed,
+        section="proxies",
+        proxies=listed["proxies"],
+        now=_now(svc),
+        **context,
+    )
+
+
+@router.get("/admin/ui/proxies")
+async def proxies_page(request: Request, signed: Signed, svc: Svc) -> HTMLResponse:
+    return await _proxies_page(signed, svc, done=request.query_params.get("done"))
+
+
+@router.post("/admin/ui/proxies")
+async def save_proxy(request: Request, signed: Writer, svc: Svc) -> Response:
+    """Add or replace a proxy; its credentials are a secret's name, never a value."""
+    form: dict[str, str] = request.state.form
+    kept = {k: form.get(k, "").strip() for k in _PROXY_FORM}
+    try:
+        saved = await _port(svc).put_proxy(
+            signed.principal,
+            kept["name"],
+            kept["country"],
+            kept["url"],
+            kept["auth_secret"] or None,
+        )
+    except InvalidInput as exc:
+        return await _proxies_page(signed, svc, 400, error=exc.message, form=kept)
+    done = quote(f"Saved {saved['name']}.")
+    return RedirectResponse(f"/admin/ui/proxies?done={done}", status_code=303)
+
+
+@router.post("/admin/ui/proxies/{name}/delete")
+async def delete_proxy(name: str, signed: Writer, svc: Svc) -> Response:
+    await _port(svc).delete_proxy(signed.principal, name)
+    return RedirectResponse(f"/admin/ui/proxies?done={quote(f'Deleted {name}.')}", status_code=303)

@@ -1,0 +1,174 @@
+"""The live relay's flow control (SPEC §10) against a fake browser at the BiDi boundary:
+frames never queue past the high-water mark, the newest wins, unchanged frames are
+skipped, input runs under the session's lock in order, and error messages always pass."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import pytest
+
+from sitekeep.browser.live import LiveBrowser, PageInfo
+from sitekeep.live import HIGH_WATER, LiveSession, Relay
+from sitekeep.model import Principal
+from sitekeep.service import Service
+
+pytestmark = pytest.mark.anyio
+
+WHO = Principal("t1", "person", "member")
+LIVE = LiveSession("0123456789abcdef", "s1", "t1", "person", 0.0, 1e12)
+
+
+@dataclass
+class FakeConn:
+    """Answers captureScreenshot with a new picture per call (or the same one when
+    ``still``); records every other command."""
+
+    still: bool = False
+    shots: int = 0
+    sent: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    async def send(self, method: str, params: dict[str, Any] | None = None, **_: Any) -> Any:
+        await asyncio.sleep(0)
+        if method == "browsingContext.captureScreenshot":
+            self.shots += 1
+            picture = b"same" if self.still else f"frame-{self.shots}".encode()
+            return {"data": base64.b64encode(picture).decode()}
+        self.sent.append((method, params or {}))
+        return {}
+
+
+@dataclass
+class FakeBrowser:
+    conn: FakeConn
+    context: str = "ctx"
+    ref: Any = field(default_factory=lambda: type("Ref", (), {"kind": "chromium"})())
+
+    async def evaluate_json(self, *_: Any, **__: Any) -> Any:
+        return [1280, 800]
+
+    async def page_info(self, context: str | None = None) -> PageInfo:
+        return PageInfo("http://app.example.test/", "App")
+
+
+@dataclass
+class FakeService:
+    held: list[str] = field(default_factory=list)
+    inside: bool = False
+    settings: Any = field(default_factory=lambda: type("Settings", (), {"live_captures": 1})())
+
+    @contextlib.asynccontextmanager
+    async def _hold(self, key: str) -> AsyncIterator[None]:
+        self.held.append(key)
+        self.inside = True
+        try:
+            yield
+        finally:
+            self.inside = False
+
+    def session_held(self, tenant: str, key: str) -> Any:
+        return self._hold(f"{tenant}/{key}")
+
+    def own_origins(self) -> list[str]:
+        return ["http://127.0.0.1:8700"]
+
+    @property
+    def live(self) -> Any:
+        async def why_over(live: LiveSession) -> str | None:
+            return None
+
+        return type("L", (), {"why_over": staticmethod(why_over)})()
+
+
+@dataclass
+class Client:
+    """The socket's far end: what was sent, and what it will send."""
+
+    frames: list[bytes] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    inbox: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
+
+    async def send(self, text: str) -> None:
+        self.messages.append(json.loads(text))
+
+    async def send_bytes(self, data: bytes) -> None:
+        self.frames.append(data)
+
+    async def receive(self) -> str:
+        return await self.inbox.get()
+
+
+async def until(condition: Any, limit: float = 5.0) -> None:
+    """Until ``condition()``: a deadline, never a fixed pause."""
+    async with asyncio.timeout(limit):
+        while not condition():
+            await asyncio.sleep(0.001)
+
+
+async def run_relay(
+    still: bool = False,
+) -> tuple[Client, FakeConn, FakeService, asyncio.Task[None]]:
+    client, conn, svc = Client(), FakeConn(still=still), FakeService()
+    relay = Relay(
+        cast(Service, svc),
+        WHO,
+        LIVE,
+        cast(LiveBrowser, FakeBrowser(conn)),
+        send=client.send,
+        send_bytes=client.send_bytes,
+        receive=client.receive,
+    )
+    return client, conn, svc, asyncio.create_task(relay.run())
+
+
+async def test_frames_stop_at_the_high_water_mark_until_acked_then_the_newest_comes() -> None:
+    client, conn, _, task = await run_relay()
+    await until(lambda: len(client.frames) == HIGH_WATER)
+    shots = conn.shots
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert len(client.frames) == HIGH_WATER  # no ack: nothing more is sent...
+    assert conn.shots <= shots + 1  # ...and nothing more captured than the one slot
+    await client.inbox.put('{"type": "ack"}')
+    await until(lambda: len(client.frames) == HIGH_WATER + 1)
+    newest = int(client.frames[-1].removeprefix(b"frame-"))
+    assert newest > HIGH_WATER  # a frame captured after the ack, not an old queued one
+    assert client.messages[0]["type"] == "ready" and client.messages[0]["width"] == 1280
+    task.cancel()
+
+
+async def test_an_unchanged_page_sends_one_frame() -> None:
+    client, conn, _, task = await run_relay(still=True)
+    await until(lambda: conn.shots >= 5)
+    assert client.frames == [b"same"]
+    task.cancel()
+
+
+async def test_input_runs_in_order_under_the_session_lock_and_errors_pass_when_frames_cannot() -> (
+    None
+):
+    client, conn, svc, task = await run_relay()
+    await until(lambda: len(client.frames) == HIGH_WATER)  # the frame window is full
+    for message in (
+        {"type": "pointer", "action": "click", "x": 5, "y": 6},
+        {"type": "resize", "width": 100, "height": 800},  # out of bounds: an error
+        {"type": "navigate", "url": "http://127.0.0.1:8700/admin"},  # the server itself
+        {"type": "text", "text": "hi"},
+    ):
+        await client.inbox.put(json.dumps(message))
+    await client.inbox.put("not json")
+    await until(lambda: len([m for m in client.messages if m["type"] == "error"]) == 3)
+    errors = [m["error"] for m in client.messages if m["type"] == "error"]
+    assert sorted(e.get("field") for e in errors) == ["type", "url", "width"]
+    await until(lambda: len(conn.sent) == 2)
+    assert [m for m, _ in conn.sent] == ["input.performActions", "input.performActions"]
+    assert conn.sent[0][1]["actions"][0]["id"] == "live-mouse"
+    assert [a["value"] for a in conn.sent[1][1]["actions"][0]["actions"]] == ["h", "h", "i", "i"]
+    assert svc.held and set(svc.held) == {"t1/s1"}
+    task.cancel()
