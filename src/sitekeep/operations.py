@@ -100,7 +100,7 @@ Handler = Callable[[Call, Any], Awaitable[dict[str, Any]]]
 
 
 async def _navigate(call: Call, args: NavigateArgs) -> dict[str, Any]:
-    url = check_url(args.url, own_origins=call.service.own_origins())
+    url = check_url(args.url, own=call.service.own_address, own_origins=call.service.own_origins())
     call.page = await call.browser.navigate(url)
     return {}
 

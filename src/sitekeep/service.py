@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import logging
 import os
 import re
@@ -29,6 +30,7 @@ from pydantic import ValidationError
 
 from sitekeep import history as hist
 from sitekeep import reaping, sitedata
+from sitekeep.address import ServerAddress
 from sitekeep.admin import Admin
 from sitekeep.auth import Authenticator
 from sitekeep.browser.indexeddb import NOT_CARRIED, read_databases
@@ -534,7 +536,7 @@ class Service:
             if value is not None:
                 raise InvalidInput(f"{name} is not available yet", field=name)
         if url is not None:
-            url = check_url(url, own_origins=self.own_origins())
+            url = check_url(url, own=self.own_address, own_origins=self.own_origins())
         args = {
             "browser": kind,
             "url": hist.trim_url(url) if url else None,
@@ -639,6 +641,11 @@ class Service:
         port = self.settings.port
         return [f"http://{host}:{port}" for host in (self.settings.host, "127.0.0.1", "localhost")]
 
+    @functools.cached_property
+    def own_address(self) -> ServerAddress:
+        """Where this server listens, as its browsers resolve names (SPEC §12)."""
+        return self.browsers.own_address
+
     async def act(self, who: Principal, key: str, op: str, **args: Any) -> dict[str, Any]:
         """Run one agent operation (SPEC §5) on session ``key``.
 
@@ -665,7 +672,7 @@ class Service:
         Raises:
             InvalidInput: a URL agents may not open (SPEC §12).
         """
-        check_url(url, own_origins=self.own_origins())
+        check_url(url, own=self.own_address, own_origins=self.own_origins())
         return await self.act(who, key, "navigate", url=url)
 
     async def back(self, who: Principal, key: str) -> dict[str, Any]:

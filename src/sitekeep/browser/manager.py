@@ -28,6 +28,7 @@ from dataclasses import replace
 
 import anyio.to_thread
 
+from sitekeep.address import ServerAddress
 from sitekeep.browser.bidi import BidiConnection
 from sitekeep.browser.driver import (
     LocalChromedriver,
@@ -38,6 +39,7 @@ from sitekeep.browser.driver import (
     find_geckodriver,
     session_alive,
 )
+from sitekeep.browser.guard import OwnAddressGuard
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.proxy import ProxyAuth, ProxySettings
 from sitekeep.browser.samesite import SameSiteLog
@@ -84,6 +86,13 @@ class BrowserManager:
             "firefox": set(),
         }
         self._pool_file = settings.data_dir / "warm" / f"{os.getpid()}.json"
+        self.own_address = ServerAddress.listening(
+            settings.host,
+            settings.port,
+            browser_args=settings.browser_args,
+            firefox_prefs=settings.firefox_prefs,
+        )
+        """Where this server listens: every browser's requests there fail (SPEC §12)."""
 
     @property
     def local_driver(self) -> LocalChromedriver | None:
@@ -236,7 +245,9 @@ class BrowserManager:
         if ref.kind == "chromium":  # it reports unspecified SameSite as none (browser.samesite)
             conn.add_listener("network.responseCompleted", same_site.on_response_completed)
             events = (*_TRACKED, "network.responseCompleted")
+        guard = OwnAddressGuard(self.own_address)
         try:
+            await guard.install(conn)
             if proxy is not None and proxy.has_credentials:
                 await ProxyAuth(proxy).install(conn)
             for event, listener in (
@@ -267,6 +278,7 @@ class BrowserManager:
             context=context,
             navigation_timeout=self._settings.navigation_timeout,
             same_site=same_site,
+            guard=guard,
         )
         self._live[ref.generation] = live
         return live
