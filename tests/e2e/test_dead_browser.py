@@ -1,0 +1,67 @@
+"""A dead browser is noticed at once (issue #8 item 9): its browser killed while a call
+waits on it, the call answers 503 ``browser_unavailable`` within a second or two — not
+after the navigation timeout — and the next call opens a new browser.
+
+The browser is killed (SIGKILL, as the OOM killer would) while a navigation waits on a
+page the fixture server holds for a minute; the kill happens once the server has the
+request, so the call is in flight in the browser for sure.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import anyio
+import httpx
+import pytest
+
+from fixtures.sites import Sites
+from processes import browser_pids
+from support import Api, ApiFactory
+
+pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
+
+ANSWER_WITHIN = 3.0
+"""Seconds from the kill to the answer: a bound far under the navigation timeout (60 s
+here), with room for a loaded machine."""
+
+
+async def until(condition: object, what: str, timeout: float = 30.0) -> None:
+    with anyio.fail_after(timeout):
+        while not condition():  # type: ignore[operator]
+            await anyio.sleep(0.02)
+
+
+@pytest.mark.parametrize("browser", ["chromium"])
+async def test_killing_the_browser_mid_navigation_answers_503_at_once_then_reopens(
+    make_api: ApiFactory, sites: Sites
+) -> None:
+    api: Api = await make_api(navigation_timeout=60.0)
+    endpoint = api.service.settings.webdriver_url
+    assert endpoint is not None
+    before = browser_pids(endpoint)
+    await api.open(key="k", url=sites.url("app.example.test"))
+    (pid,) = browser_pids(endpoint) - before
+    slow = sites.url("app.example.test", "/__fixture/slow?ms=60000")
+    sites.reset_hits()
+    reply: list[httpx.Response] = []
+    killed_at: list[float] = []
+
+    async def navigate() -> None:
+        reply.append(await api.http.post("/v1/sessions/k/navigate", json={"url": slow}))
+
+    async with anyio.create_task_group() as calls:
+        calls.start_soon(navigate)
+        await until(lambda: ("app.example.test", "/__fixture/slow") in sites.hits(), "request")
+        os.kill(pid, signal.SIGKILL)
+        killed_at.append(time.monotonic())
+    took = time.monotonic() - killed_at[0]
+    assert reply[0].status_code == 503, reply[0].text
+    assert reply[0].json()["error"]["type"] == "browser_unavailable"
+    assert took < ANSWER_WITHIN, f"answered {took:.1f} s after the kill"
+    # The next call opens a new browser and lands where the session was.
+    landed = await api.go("k", sites.url("app.example.test"))
+    assert landed["title"]
+    assert len(browser_pids(endpoint) - before - {pid}) == 1
