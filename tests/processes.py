@@ -32,13 +32,13 @@ def _name(argv: list[bytes]) -> str:
 
 def browser_pids(endpoint: str, driver: str = "chromedriver") -> set[int]:
     """Main processes of the browsers started by the ``driver`` serving ``endpoint``
-    (Chromium's helpers, ``--type=…``, left out)."""
+    (Chromium's helpers, ``--type=…``, and Firefox's content processes left out)."""
     port = endpoint.rstrip("/").rsplit(":", 1)[1]
     procs = [p for p in Path("/proc").iterdir() if p.name.isdigit()]
     drivers = {
         int(p.name)
         for p in procs
-        if _name(argv := _argv(p)) == driver and f"--port={port}".encode() in argv
+        if _name(argv := _argv(p)).startswith(driver) and f"--port={port}".encode() in argv
     }
     assert drivers, f"no {driver} serves {endpoint}"
     return {
@@ -46,6 +46,7 @@ def browser_pids(endpoint: str, driver: str = "chromedriver") -> set[int]:
         for p in procs
         if _parent(p) in drivers
         and (argv := _argv(p))
-        and not any(a.startswith(b"--type=") for a in argv)
-        and _name(argv) not in ("", driver)
+        and not any(a.startswith(b"--type=") or a == b"-contentproc" for a in argv)
+        and _name(argv)
+        and not _name(argv).startswith(driver)
     }

@@ -34,16 +34,22 @@ async def until(condition: object, what: str, timeout: float = 30.0) -> None:
             await anyio.sleep(0.02)
 
 
-@pytest.mark.parametrize("browser", ["chromium"])
+def the_browser(api: Api, endpoint: str, before: set[int]) -> int:
+    driver = "chromedriver" if api.service.settings.browser == "chromium" else "geckodriver"
+    (pid,) = browser_pids(endpoint, driver) - before
+    return pid
+
+
+@pytest.mark.parametrize("browser", ["chromium", "firefox"])
 async def test_killing_the_browser_mid_navigation_answers_503_at_once_then_reopens(
-    make_api: ApiFactory, sites: Sites
+    make_api: ApiFactory, sites: Sites, browser: str
 ) -> None:
     api: Api = await make_api(navigation_timeout=60.0)
-    endpoint = api.service.settings.webdriver_url
-    assert endpoint is not None
-    before = browser_pids(endpoint)
+    chromedriver = api.service.settings.webdriver_url
+    before = browser_pids(chromedriver) if chromedriver else set()
     await api.open(key="k", url=sites.url("app.example.test"))
-    (pid,) = browser_pids(endpoint) - before
+    endpoint = (await api.browser("k")).ref.endpoint
+    pid = the_browser(api, endpoint, before)
     slow = sites.url("app.example.test", "/__fixture/slow?ms=60000")
     sites.reset_hits()
     reply: list[httpx.Response] = []
@@ -64,4 +70,5 @@ async def test_killing_the_browser_mid_navigation_answers_503_at_once_then_reope
     # The next call opens a new browser and lands where the session was.
     landed = await api.go("k", sites.url("app.example.test"))
     assert landed["title"]
-    assert len(browser_pids(endpoint) - before - {pid}) == 1
+    reopened = (await api.browser("k")).ref.endpoint
+    assert the_browser(api, reopened, before | {pid}) != pid

@@ -38,6 +38,7 @@ from sitekeep.browser.driver import (
     delete_session,
     find_geckodriver,
     session_alive,
+    session_gone,
 )
 from sitekeep.browser.guard import OwnAddressGuard
 from sitekeep.browser.live import LiveBrowser
@@ -240,6 +241,7 @@ class BrowserManager:
         proxy: ProxySettings | None = None,
     ) -> LiveBrowser:
         conn = await BidiConnection.connect(ref.ws_url, timeout=self._settings.bidi_timeout)
+        conn.watch(lambda: session_gone(ref.endpoint, ref.session_id))
         same_site = SameSiteLog()
         events: tuple[str, ...] = _TRACKED
         if ref.kind == "chromium":  # it reports unspecified SameSite as none (browser.samesite)
