@@ -378,13 +378,10 @@ class Service:
             await self._release(live.ref, "crashed")
             raise
         try:
-            return live, await self._fill_new_browser(live, record, land, restore_data)
-        except BaseException:
             # No record names this browser yet: a failed first load (an unsafe port, a
             # page slower than the navigation timeout) would leave it running unowned.
-            with anyio.CancelScope(shield=True):
-                await self._release(live.ref, "closed")
-            raise
+            async with self._released_on_failure(live):
+                return live, await self._fill_new_browser(live, record, land, restore_data)
         finally:
             self.browsers.replenish()
 
@@ -590,6 +587,7 @@ class Service:
         record = replace(record, kind=kind if kind_given else record.kind, insecure=insecure)
         if keep_user_agent is not None:
             record = replace(record, keep_user_agent=keep_user_agent)
+        started = live is None
         if live is None:
             live, report = await self._new_browser(
                 record, land=url or record.url, restore_data=restore_site_data
@@ -606,7 +604,21 @@ class Service:
         if insecure:
             result["hint"] = INSECURE_HINT
         record = replace(record, browser=live.ref, reopened=None, refs=None)
+        if started:
+            async with self._released_on_failure(live):
+                return await self._finish(Call(self, who, live, record), result)
         return await self._finish(Call(self, who, live, record), result)
+
+    @contextlib.asynccontextmanager
+    async def _released_on_failure(self, live: LiveBrowser) -> AsyncIterator[None]:
+        """A browser no stored record names yet is ended when the block fails: a failed
+        call leaves the browser count as it was (issue #8 item 6)."""
+        try:
+            yield
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._release(live.ref, "closed")
+            raise
 
     async def _reusable(
         self, record: SessionRecord, kind: BrowserKind, insecure: bool, fresh: bool

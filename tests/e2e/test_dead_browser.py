@@ -72,3 +72,39 @@ async def test_killing_the_browser_mid_navigation_answers_503_at_once_then_reope
     assert landed["title"]
     reopened = (await api.browser("k")).ref.endpoint
     assert the_browser(api, reopened, before | {pid}) != pid
+
+
+@pytest.mark.parametrize("browser", ["chromium"])
+async def test_killing_the_browser_mid_restore_answers_503_at_once(
+    make_api: ApiFactory, sites: Sites
+) -> None:
+    """The restore of a saved session lands on a page the server holds; the browser is
+    killed while it waits there: 503 at once, and no browser is left behind."""
+    api: Api = await make_api(navigation_timeout=60.0)
+    chromedriver = api.service.settings.webdriver_url
+    assert chromedriver is not None
+    before = browser_pids(chromedriver)
+    await api.open(key="k", url=sites.url("app.example.test", "/__fixture/ls?token=t1"))
+    await api.go("k", sites.url("shop.example.test", "/__fixture/ls?cart=c1"))
+    await api.save("k")
+    await api.close("k")
+    slow = sites.url("app.example.test", "/__fixture/slow?ms=60000")
+    sites.reset_hits()
+    reply: list[httpx.Response] = []
+    killed_at: list[float] = []
+
+    async def reopen() -> None:
+        reply.append(await api.http.post("/v1/sessions", json={"key": "k", "url": slow}))
+
+    async with anyio.create_task_group() as calls:
+        calls.start_soon(reopen)
+        await until(lambda: ("app.example.test", "/__fixture/slow") in sites.hits(), "request")
+        (pid,) = browser_pids(chromedriver) - before
+        os.kill(pid, signal.SIGKILL)
+        killed_at.append(time.monotonic())
+    took = time.monotonic() - killed_at[0]
+    assert reply[0].status_code == 503, reply[0].text
+    assert reply[0].json()["error"]["type"] == "browser_unavailable"
+    assert took < ANSWER_WITHIN, f"answered {took:.1f} s after the kill"
+    assert not api.service.browsers._live
+    assert await api.service.stores.runs.open_runs() == []

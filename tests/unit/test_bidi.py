@@ -381,3 +381,28 @@ async def test_the_probe_only_runs_while_commands_wait_and_a_live_answer_changes
     assert seen >= 1 and not conn.closed
     await anyio.sleep(0.2)  # nothing pending: no more probes
     assert probes <= seen + 1
+
+
+async def test_an_event_wait_fails_the_moment_the_socket_closes(
+    conn: BidiConnection, peer: Peer
+) -> None:
+    """A load awaited as an event (no command pending) must not outlive the browser."""
+    never: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(peer.close)
+            with pytest.raises(BrowserUnavailable):
+                await conn.wait_event(never, timeout=60.0, what="browsingContext.load")
+    with pytest.raises(BrowserUnavailable):
+        await conn.wait_event(never, timeout=60.0, what="browsingContext.load")
+
+
+async def test_an_event_wait_returns_what_the_event_brought_or_times_out(
+    conn: BidiConnection,
+) -> None:
+    loop = asyncio.get_running_loop()
+    brought: asyncio.Future[str] = loop.create_future()
+    loop.call_soon(brought.set_result, "loaded")
+    assert await conn.wait_event(brought, timeout=WAIT, what="x") == "loaded"
+    with pytest.raises(BidiTimeout):
+        await conn.wait_event(loop.create_future(), timeout=0.05, what="browsingContext.load")

@@ -41,7 +41,7 @@ import itertools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import websockets
 from websockets.asyncio.client import ClientConnection
@@ -55,6 +55,8 @@ _WIRE = logging.getLogger(f"{__name__}.wire")
 _WIRE.setLevel(logging.WARNING)
 """The socket's own logger: websockets logs every frame at DEBUG (its head and tail),
 and frames carry cookie values and proxy passwords, so it never logs below WARNING."""
+
+T = TypeVar("T")
 
 Listener = Callable[[dict[str, Any]], None]
 """Called in the reader task with an event's ``params``; must not block."""
@@ -76,7 +78,8 @@ class BidiConnection:
         self.timeout = timeout
         self._ws = ws
         self._ids = itertools.count(1)
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        """Commands waiting for their result by id, and event waits by a negative key."""
         self._listeners: dict[str, list[Listener]] = {}
         self._on_close: list[Callable[[], None]] = []
         self._closed = False
@@ -144,10 +147,7 @@ class BidiConnection:
         ident = next(self._ids)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[ident] = future
-        if self._gone is not None and (self._watchdog is None or self._watchdog.done()):
-            self._watchdog = asyncio.get_running_loop().create_task(
-                self._watch(), name="bidi-watchdog"
-            )
+        self._start_watchdog()
         limit = self.timeout if timeout is None else timeout
         try:
             await self._ws.send(json.dumps({"id": ident, "method": method, "params": params or {}}))
@@ -201,6 +201,38 @@ class BidiConnection:
         await self._ws.close()
         with contextlib.suppress(asyncio.CancelledError):
             await self._reader
+
+    async def wait_event(self, awaitable: Awaitable[T], *, timeout: float, what: str) -> T:
+        """Wait for something an event brings (a ``browsingContext.load``), as a command
+        waits for its result: failed with ``BrowserUnavailable`` the moment the socket
+        closes or the watchdog finds the browser gone, ``BidiTimeout`` after ``timeout``.
+
+        Args:
+            what: the event waited for, named in the timeout error.
+        """
+        if self._closed:
+            raise BrowserUnavailable("the BiDi socket is closed")
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[T] = loop.create_future()
+        inner = asyncio.ensure_future(awaitable)
+        inner.add_done_callback(lambda done: _chain(done, waiter))
+        key = -next(self._ids)
+        self._pending[key] = waiter
+        self._start_watchdog()
+        try:
+            async with asyncio.timeout(timeout):
+                return await waiter
+        except TimeoutError:
+            raise BidiTimeout(what, timeout) from None
+        finally:
+            self._pending.pop(key, None)
+            inner.cancel()
+
+    def _start_watchdog(self) -> None:
+        if self._gone is not None and (self._watchdog is None or self._watchdog.done()):
+            self._watchdog = asyncio.get_running_loop().create_task(
+                self._watch(), name="bidi-watchdog"
+            )
 
     async def _watch(self) -> None:
         assert self._gone is not None
@@ -259,3 +291,14 @@ class BidiConnection:
                 except Exception:
                     # Never log the params: they may carry cookie or storage values.
                     log.exception("a BiDi listener for %s failed", message.get("method"))
+
+
+def _chain(done: asyncio.Future[T], waiter: asyncio.Future[T]) -> None:
+    """Hand ``done``'s outcome to ``waiter`` unless the waiter was settled first."""
+    if waiter.done() or done.cancelled():
+        return
+    error = done.exception()
+    if error is not None:
+        waiter.set_exception(error)
+    else:
+        waiter.set_result(done.result())

@@ -215,11 +215,7 @@ class LiveBrowser:
             },
         )
         limit = timeout or self.navigation_timeout
-        try:
-            async with asyncio.timeout(limit):
-                await loaded
-        except TimeoutError:
-            raise BidiTimeout("browsingContext.load", limit) from None
+        await self.conn.wait_event(loaded, timeout=limit, what="browsingContext.load")
 
 
 class Loads:
