@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 
 import anyio
 import httpx
@@ -34,6 +35,32 @@ async def until(condition: object, what: str, timeout: float = 30.0) -> None:
             await anyio.sleep(0.02)
 
 
+SLOW = "/__fixture/slow"
+
+
+async def kill_while_waiting(
+    api: Api, sites: Sites, method: str, path: str, body: dict[str, str], pid: Callable[[], int]
+) -> float:
+    """Make the call, kill the browser (``pid()``) once the fixture server holds the
+    call's slow request, and return how long after the kill the 503 came."""
+    sites.reset_hits()
+    reply: list[httpx.Response] = []
+    killed_at: list[float] = []
+
+    async def make_call() -> None:
+        reply.append(await api.http.request(method, path, json=body))
+
+    async with anyio.create_task_group() as calls:
+        calls.start_soon(make_call)
+        await until(lambda: ("app.example.test", SLOW) in sites.hits(), "the slow request")
+        os.kill(pid(), signal.SIGKILL)
+        killed_at.append(time.monotonic())
+    took = time.monotonic() - killed_at[0]
+    assert reply[0].status_code == 503, reply[0].text
+    assert reply[0].json()["error"]["type"] == "browser_unavailable"
+    return took
+
+
 def the_browser(api: Api, endpoint: str, before: set[int]) -> int:
     driver = "chromedriver" if api.service.settings.browser == "chromium" else "geckodriver"
     (pid,) = browser_pids(endpoint, driver) - before
@@ -50,22 +77,10 @@ async def test_killing_the_browser_mid_navigation_answers_503_at_once_then_reope
     await api.open(key="k", url=sites.url("app.example.test"))
     endpoint = (await api.browser("k")).ref.endpoint
     pid = the_browser(api, endpoint, before)
-    slow = sites.url("app.example.test", "/__fixture/slow?ms=60000")
-    sites.reset_hits()
-    reply: list[httpx.Response] = []
-    killed_at: list[float] = []
-
-    async def navigate() -> None:
-        reply.append(await api.http.post("/v1/sessions/k/navigate", json={"url": slow}))
-
-    async with anyio.create_task_group() as calls:
-        calls.start_soon(navigate)
-        await until(lambda: ("app.example.test", "/__fixture/slow") in sites.hits(), "request")
-        os.kill(pid, signal.SIGKILL)
-        killed_at.append(time.monotonic())
-    took = time.monotonic() - killed_at[0]
-    assert reply[0].status_code == 503, reply[0].text
-    assert reply[0].json()["error"]["type"] == "browser_unavailable"
+    slow = {"url": sites.url("app.example.test", f"{SLOW}?ms=60000")}
+    took = await kill_while_waiting(
+        api, sites, "POST", "/v1/sessions/k/navigate", slow, lambda: pid
+    )
     assert took < ANSWER_WITHIN, f"answered {took:.1f} s after the kill"
     # The next call opens a new browser and lands where the session was.
     landed = await api.go("k", sites.url("app.example.test"))
@@ -88,23 +103,10 @@ async def test_killing_the_browser_mid_restore_answers_503_at_once(
     await api.go("k", sites.url("shop.example.test", "/__fixture/ls?cart=c1"))
     await api.save("k")
     await api.close("k")
-    slow = sites.url("app.example.test", "/__fixture/slow?ms=60000")
-    sites.reset_hits()
-    reply: list[httpx.Response] = []
-    killed_at: list[float] = []
-
-    async def reopen() -> None:
-        reply.append(await api.http.post("/v1/sessions", json={"key": "k", "url": slow}))
-
-    async with anyio.create_task_group() as calls:
-        calls.start_soon(reopen)
-        await until(lambda: ("app.example.test", "/__fixture/slow") in sites.hits(), "request")
-        (pid,) = browser_pids(chromedriver) - before
-        os.kill(pid, signal.SIGKILL)
-        killed_at.append(time.monotonic())
-    took = time.monotonic() - killed_at[0]
-    assert reply[0].status_code == 503, reply[0].text
-    assert reply[0].json()["error"]["type"] == "browser_unavailable"
+    slow = {"key": "k", "url": sites.url("app.example.test", f"{SLOW}?ms=60000")}
+    took = await kill_while_waiting(
+        api, sites, "POST", "/v1/sessions", slow, lambda: the_browser(api, chromedriver, before)
+    )
     assert took < ANSWER_WITHIN, f"answered {took:.1f} s after the kill"
     assert not api.service.browsers._live
     assert await api.service.stores.runs.open_runs() == []
