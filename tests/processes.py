@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["browser_pids"]
+__all__ = ["browser_pids", "main_browsers"]
 
 
 def _argv(proc: Path) -> list[bytes]:
@@ -50,3 +50,16 @@ def browser_pids(endpoint: str, driver: str = "chromedriver") -> set[int]:
         and _name(argv)
         and not _name(argv).startswith(driver)
     }
+
+
+def main_browsers(pids: list[int]) -> set[int]:
+    """Of ``pids``, the browsers' main processes (no helpers, content processes, drivers)."""
+    found = set()
+    for pid in pids:
+        argv = _argv(Path(f"/proc/{pid}"))
+        name = _name(argv)
+        if name not in ("chromium", "chrome", "firefox", "firefox-esr"):
+            continue
+        if not any(a.startswith(b"--type=") or a == b"-contentproc" for a in argv):
+            found.add(pid)
+    return found

@@ -18,8 +18,9 @@ import anyio
 import httpx
 import pytest
 
+from fixtures.grid import Grid
 from fixtures.sites import Sites
-from processes import browser_pids
+from processes import browser_pids, main_browsers
 from support import Api, ApiFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -110,3 +111,21 @@ async def test_killing_the_browser_mid_restore_answers_503_at_once(
     assert took < ANSWER_WITHIN, f"answered {took:.1f} s after the kill"
     assert not api.service.browsers._live
     assert await api.service.stores.runs.open_runs() == []
+
+
+@pytest.mark.parametrize("browser", ["chromium"])
+@pytest.mark.parametrize("via", ["grid"])
+async def test_a_browser_killed_behind_a_grid_is_noticed_at_once(
+    make_api: ApiFactory, sites: Sites, grid: Grid
+) -> None:
+    """A Grid relays BiDi and keeps its relay open after the browser is gone: the
+    watchdog's question to the Grid ("invalid session id") fails the call at once."""
+    api: Api = await make_api(navigation_timeout=60.0)
+    before = main_browsers(grid.processes())
+    await api.open(key="k", url=sites.url("app.example.test"))
+    (pid,) = main_browsers(grid.processes()) - before
+    slow = {"url": sites.url("app.example.test", f"{SLOW}?ms=60000")}
+    took = await kill_while_waiting(
+        api, sites, "POST", "/v1/sessions/k/navigate", slow, lambda: pid
+    )
+    assert took < ANSWER_WITHIN, f"answered {took:.1f} s after the kill"
