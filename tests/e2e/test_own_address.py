@@ -64,7 +64,9 @@ async def served(make_api: ApiFactory) -> AsyncIterator[tuple[Api, Recorder, int
     await task
 
 
-@pytest.mark.parametrize("browser", ["chromium", "firefox"])
+@pytest.mark.parametrize(
+    ("browser", "via"), [("chromium", "local"), ("firefox", "local"), ("chromium", "grid")]
+)
 async def test_no_request_of_the_browser_reaches_the_server_in_any_spelling(
     served: tuple[Api, Recorder, int], sites: Sites
 ) -> None:
