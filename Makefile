@@ -4,20 +4,28 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 GRID_STAMP := .grid/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8700
 
 .PHONY: setup services run test check bench token clean
 
-setup: $(STAMP)
+# `setup` is the developer's set-up (runtime and test sets); `make run` needs only the runtime.
+setup: $(TEST_STAMP)
 
+# The runtime set: what `pip install sitekeep` brings (both browsers' drivers included).
 $(STAMP): pyproject.toml scripts/setup-system.sh
 	PYTHON=$(PYTHON) scripts/setup-system.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e .
 	touch $(STAMP)
+
+# The test set on top: pytest, Playwright, Django, ruff, mypy … (the `test` extra).
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(TEST_STAMP)
 
 # Only the tests need it: the Selenium Grid (Java, npm's selenium-server jar in .grid/).
 $(GRID_STAMP): scripts/setup-grid.sh
@@ -27,19 +35,19 @@ $(GRID_STAMP): scripts/setup-grid.sh
 services:
 	@scripts/setup-services.sh
 
-run: setup
+run: $(STAMP)
 	@echo "admin token (tenant default): $$($(BIN)/sitekeep token create --tenant default --subject admin --admin)"
 	$(BIN)/sitekeep serve --host $(HOST) --port $(PORT)
 
-test: setup $(GRID_STAMP) services
+test: $(TEST_STAMP) $(GRID_STAMP) services
 	$(BIN)/pytest
 
-check: setup
+check: $(TEST_STAMP)
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 
-bench: setup
+bench: $(TEST_STAMP)
 	$(BIN)/python bench/save_restore.py
 
 clean:

@@ -75,7 +75,8 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 import sitekeep.browser.manager as manager_mod  # noqa: E402
-import sitekeep.service as service_mod  # noqa: E402
+import sitekeep.browser.snapshot as snapshot_mod  # noqa: E402
+import sitekeep.seam as seam_mod  # noqa: E402
 from fixtures.sites import Sites, start_sites  # noqa: E402
 from sitekeep import sitedata  # noqa: E402
 from sitekeep.browser import docs as docs_mod  # noqa: E402
@@ -534,16 +535,16 @@ class Tracer:
             (save_mod, "live_reads", "save: live reads (getTree + READ per context)"),
             (save_mod, "_spare_read", "save: spare tab loop (create..close)"),
             (save_mod, "_visit", "save:   spare visit (nav + getTree + READ)"),
-            (service_mod, "save_read", "save: save_read"),
-            (service_mod, "restore", "open: restore"),
+            (snapshot_mod, "save_read", "save: save_read"),
+            (seam_mod, "restore", "open: restore"),
             (LiveBrowser, "replace", "LiveBrowser.replace (location.replace + load)"),
             (LiveBrowser, "page_info", "LiveBrowser.page_info"),
             (SpareResponder, "__aenter__", "spare: enter (subscribe + addIntercept)"),
             (SpareResponder, "_teardown", "spare: exit (removeIntercept + unsubscribe)"),
-            (Service, "_require", "service: load record"),
-            (Service, "_load_snapshot", "service: load + open snapshot"),
-            (Service, "_put_snapshot", "service: seal + store snapshot"),
-            (Service, "_put", "service: store record"),
+            (seam_mod.Seam, "load", "seam: load record"),
+            (seam_mod.Seam, "load_snapshot", "seam: load + open snapshot"),
+            (seam_mod.Seam, "put_snapshot", "seam: seal + store snapshot"),
+            (seam_mod.Seam, "put", "seam: store record"),
             (Service, "_reusable", "service: attach old browser"),
             (Service, "close_browser", "service: close_browser"),
             (BrowserManager, "start", "browser start (session + BiDi wiring)"),

@@ -14,7 +14,8 @@ interleaves with a call that is saving or landing.
 
 A sign-in is the server-side session behind the admin UI's cookie: the cookie holds a
 random id, the store keeps only its SHA-256 with the principal and a CSRF token, and the
-admin token itself is never kept.
+admin token itself is never kept — only its id, so revoking the token ends the sign-ins
+made with it.
 """
 
 from __future__ import annotations
@@ -28,11 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 from sitekeep import history as hist
 from sitekeep import panes, sitedata
-from sitekeep.errors import NotFound
+from sitekeep.auth import TokenInfo
+from sitekeep.errors import InvalidInput, NotFound
+from sitekeep.journal import JournalKey
 from sitekeep.model import Principal, SessionRecord
 from sitekeep.secrets import SecretInfo
 
 if TYPE_CHECKING:
+    from sitekeep.seam import Session
     from sitekeep.service import Service
 
 __all__ = ["SIGN_IN_TTL", "Admin", "SignIn"]
@@ -88,14 +92,7 @@ class Admin:
             Forbidden: a member's token.
         """
         self._gate(who, "the admin sessions list")
-        svc = self._svc
-        records = []
-        for store_key in await svc._store.keys(svc._record_key(who.tenant, "")):
-            record = await svc._load(who.tenant, store_key.rsplit("/", 1)[-1])
-            if record is not None and record.tenant == who.tenant:
-                records.append(record)
-        records.sort(key=lambda r: r.last_used_at, reverse=True)
-        return [await self._row(r) for r in records]
+        return [await self._row(r) for r in await self._svc.records(who.tenant)]
 
     async def session(self, who: Principal, key: str) -> dict[str, Any]:
         """One session's row, as in :meth:`sessions`.
@@ -150,9 +147,10 @@ class Admin:
         self._gate(who, "clearing a session's history")
         svc = self._svc
 
-        async def body() -> dict[str, Any]:
-            record = await svc._require(who, key)
+        async def body(s: Session) -> dict[str, Any]:
+            record = s.require()
             kept, gone = hist.clear(record.history)
+            await s.mark("cleared", "clear_history", detail={"history": len(gone)})
             if gone:
                 await svc._put(replace(record, history=kept))
             return {
@@ -161,7 +159,37 @@ class Admin:
                 "kept": [e.origin for e in kept],
             }
 
-        return await svc._seam(who, key, "clear_history", {}, body)
+        return await svc.seam.call(who, key, body, inspect=False)
+
+    # -- Journal --------------------------------------------------------------------------
+
+    async def journal(
+        self, who: Principal, key: str, *, after: str | None = None, limit: int = 100
+    ) -> dict[str, Any]:
+        """The session's journal as a timeline, oldest first (SPEC §8, §11): one row per
+        operation — its redacted arguments, outcome, url and duration — and one per mark.
+
+        Args:
+            after: the ``next`` cursor of the page before; None from the start.
+            limit: rows of records to read, 1–1000.
+
+        Returns:
+            ``{key, rows: [{position, at, op, call, step, args, outcome, url?,
+            url_withheld?, duration?, refs?, error?} | {position, at, mark, op, detail}],
+            next}`` — ``next`` is None at the end.
+
+        Raises:
+            Forbidden: a member's token. NotFound: no such session in the tenant.
+            InvalidInput: ``limit`` outside 1–1000, or an ``after`` no page gave.
+        """
+        self._gate(who, "a session's journal")
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be from 1 to 1000", field="limit")
+        await self._svc._require(who, key)
+        rows, cursor = await self._svc.journal.timeline(
+            JournalKey(who.tenant, key), after=after, limit=limit
+        )
+        return {"key": key, "rows": rows, "next": cursor}
 
     # -- Site data ------------------------------------------------------------------------
 
@@ -216,12 +244,13 @@ class Admin:
         svc = self._svc
         host = site.lower()
 
-        async def body() -> dict[str, Any]:
-            record = await svc._require(who, key)
+        async def body(s: Session) -> dict[str, Any]:
+            record = s.require()
             snapshot = await svc._load_snapshot(who.tenant, key)
             rows = {r.site: r for r in sitedata.host_rows(snapshot, ())} if snapshot else {}
             if snapshot is None or host not in rows:
                 raise NotFound("site", site)
+            await s.mark("forgotten", "forget_site_data", detail={"site": host})
             left = sitedata.forget_host(snapshot, host)
             await svc._put_snapshot(who.tenant, key, left)
             await svc._put(record)  # the record and its snapshot keep one expiry
@@ -233,7 +262,7 @@ class Admin:
                 "hosts": [r.site for r in sitedata.host_rows(left, record.history)],
             }
 
-        return await svc._seam(who, key, "forget_site_data", {"site": host}, body)
+        return await svc.seam.call(who, key, body, inspect=False)
 
     async def clear_site_data(self, who: Principal, key: str) -> dict[str, Any]:
         """Delete the session's snapshot: a browser opened next comes back signed out.
@@ -247,16 +276,17 @@ class Admin:
         self._gate(who, "clearing a session's site data")
         svc = self._svc
 
-        async def body() -> dict[str, Any]:
-            record = await svc._require(who, key)
+        async def body(s: Session) -> dict[str, Any]:
+            record = s.require()
             snapshot = await svc._load_snapshot(who.tenant, key)
             hosts = (
                 [r.site for r in sitedata.host_rows(snapshot, record.history)] if snapshot else []
             )
+            await s.mark("forgotten", "clear_site_data", detail={"hosts": len(hosts)})
             await svc._store.delete(svc._snapshot_key(who.tenant, key))
             return {"key": key, "gone": hosts}
 
-        return await svc._seam(who, key, "clear_site_data", {}, body)
+        return await svc.seam.call(who, key, body, inspect=False)
 
     # -- secrets --------------------------------------------------------------------------
 
@@ -291,11 +321,34 @@ class Admin:
         if not await self._svc.secrets.delete(who.tenant, name):
             raise NotFound("secret", name)
 
+    # -- tokens ---------------------------------------------------------------------------
+
+    async def tokens(self, who: Principal) -> list[TokenInfo]:
+        """The tenant's tokens, oldest first — ids, never a token.
+
+        Raises:
+            Forbidden: a member's token.
+        """
+        self._gate(who, "managing tokens")
+        return await self._svc.list_tokens(who.tenant)
+
+    async def revoke_token(self, who: Principal, id_: str) -> TokenInfo:
+        """Revoke one of the tenant's tokens; the UI sign-ins made with it end.
+
+        Raises:
+            Forbidden: a member's token. InvalidInput: a malformed id (field ``id``).
+            NotFound: the tenant has no token of that id.
+        """
+        self._gate(who, "managing tokens")
+        return await self._svc.revoke_token(id_, tenant=who.tenant)
+
     # -- sign-ins of the admin UI ---------------------------------------------------------
 
-    async def sign_in(self, who: Principal) -> tuple[str, SignIn]:
+    async def sign_in(self, who: Principal, token: str = "") -> tuple[str, SignIn]:
         """A new sign-in for an admin: a fresh random id (never one a browser offered,
-        so a planted id cannot be fixed on a session) and a fresh CSRF token.
+        so a planted id cannot be fixed on a session) and a fresh CSRF token. ``token``
+        is the id of the token signed in with (:func:`sitekeep.auth.token_id`), kept so
+        that revoking it ends the sign-in.
 
         Returns:
             ``(sid, sign_in)``: the id goes into the cookie; only its hash is stored.
@@ -313,6 +366,7 @@ class Admin:
             "role": who.role,
             "csrf": signed.csrf,
             "expires_at": signed.expires_at,
+            "token": token,
         }
         await svc._store.set(_sign_in_key(sid), json.dumps(record).encode(), ttl=SIGN_IN_TTL)
         return sid, signed
@@ -334,3 +388,15 @@ class Admin:
         """End a sign-in (a no-op for an unknown id)."""
         if sid and len(sid) <= 256:
             await self._svc._store.delete(_sign_in_key(sid))
+
+    async def end_sign_ins(self, token: str) -> int:
+        """End every sign-in made with the token of this id; how many ended."""
+        store = self._svc._store
+        ended = []
+        for key in await store.keys(_SIGN_IN_PREFIX):
+            raw = await store.get(key)
+            if raw is not None and json.loads(raw).get("token") == token:
+                ended.append(key)
+        if ended:
+            await store.delete(*ended)
+        return len(ended)

@@ -5,8 +5,12 @@ database leak gives no usable token. Every facade — the HTTP routes, MCP over 
 CLI — authenticates through :meth:`Authenticator.principal`.
 
 Resolved tokens are remembered for ``cache_seconds`` (30 s), so a read that touches no
-browser costs no database round trip; a token stays usable that long on a replica after
-its row goes (tokens cannot be revoked yet).
+browser costs no database round trip. A revoked token is refused at once by the process
+that revoked it; another replica that resolved it in the last 30 s accepts it until its
+memory of it runs out.
+
+A token is named by its **id**: the first 16 hex digits of its SHA-256 — enough to list
+and revoke it, useless to sign in with.
 """
 
 from __future__ import annotations
@@ -14,21 +18,60 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
+from dataclasses import dataclass
 
-from sitekeep.errors import InvalidInput, Unauthorized
+from sitekeep.errors import InvalidInput, NotFound, Unauthorized
 from sitekeep.model import Principal, Role
 from sitekeep.stores.base import Clock, TokenRow, TokenStore, system_clock
 
-__all__ = ["Authenticator", "bearer_token", "hash_token"]
+__all__ = ["Authenticator", "TokenInfo", "bearer_token", "hash_token", "token_id"]
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.@")
 _MISSING = "send Authorization: Bearer <token> (sitekeep token create)"
 _CACHE_LIMIT = 10_000
+_ID_LENGTH = 16
+_HEX = frozenset("0123456789abcdef")
 
 
 def hash_token(token: str) -> str:
     """SHA-256 of the token, hex."""
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def token_id(token_hash: str) -> str:
+    """A token's id: the first 16 hex digits of its SHA-256."""
+    return token_hash[:_ID_LENGTH]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInfo:
+    """A token as lists show it — never the token, never its whole hash.
+
+    Attributes:
+        id: the first 16 hex digits of the token's SHA-256.
+        tenant, subject, role: whom it stands for.
+        created_at: seconds since the epoch.
+    """
+
+    id: str
+    tenant: str
+    subject: str
+    role: Role
+    created_at: float
+
+    def as_json(self) -> dict[str, object]:
+        """``{id, tenant, subject, role, created_at}``."""
+        return {
+            "id": self.id,
+            "tenant": self.tenant,
+            "subject": self.subject,
+            "role": self.role,
+            "created_at": self.created_at,
+        }
+
+
+def _info(row: TokenRow) -> TokenInfo:
+    return TokenInfo(token_id(row.token_hash), row.tenant, row.subject, row.role, row.created_at)
 
 
 def bearer_token(authorization: str | None) -> str:
@@ -76,6 +119,32 @@ class Authenticator:
         token = "sk_" + secrets.token_urlsafe(32)
         await self._store.add(TokenRow(hash_token(token), tenant, subject, role, self._clock()))
         return token
+
+    async def list(self, tenant: str | None = None) -> list[TokenInfo]:
+        """The tokens of ``tenant`` (every tenant's when None), oldest first.
+
+        Raises:
+            StoreUnavailable: the token database cannot be reached.
+        """
+        return [_info(row) for row in await self._store.list(tenant)]
+
+    async def revoke(self, id_: str, tenant: str | None = None) -> TokenInfo:
+        """Revoke the token with this id (within ``tenant`` when given): its row goes, and
+        this process forgets it at once.
+
+        Raises:
+            InvalidInput: ``id`` is not 16 lowercase hex digits (field ``id``).
+            NotFound: no such token (in ``tenant``).
+            StoreUnavailable: the token database cannot be reached.
+        """
+        if len(id_) != _ID_LENGTH or not set(id_) <= _HEX:
+            raise InvalidInput("id must be a token id: 16 lowercase hex digits", field="id")
+        rows = [r for r in await self._store.list(tenant) if token_id(r.token_hash) == id_]
+        if not rows or not await self._store.delete(rows[0].token_hash):
+            raise NotFound("token", id_)
+        for digest in [d for d in self._cache if token_id(d) == id_]:
+            del self._cache[digest]
+        return _info(rows[0])
 
     async def resolve(self, token: str) -> Principal | None:
         """The principal a token stands for, or None."""

@@ -1,55 +1,57 @@
-"""The ``sitekeep`` command (SPEC §5 CLI): serve, mcp, token create, doctor, import/export."""
+"""The ``sitekeep`` command (SPEC §5 CLI): serve, mcp, token, sessions, doctor,
+import/export, secret, journal, runs, stop.
+
+Only typer and what the help needs are imported at start: every command imports what it
+uses, so ``sitekeep --help`` stays under half a second (``bench/cli_help.py``). Shared
+helpers live in :mod:`sitekeep.cli_support`.
+"""
 
 from __future__ import annotations
 
-import functools
-import logging
 import os
-import shutil
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
-import anyio
 import typer
-from rich.console import Console
 
 from sitekeep import __version__
 from sitekeep.cli_interop import export_command, import_command
 from sitekeep.cli_journal import journal_app
+from sitekeep.cli_keys import keys_app
+from sitekeep.cli_profiles import profile_app
+from sitekeep.cli_proxies import proxy_app
 from sitekeep.cli_secrets import secret_app
-from sitekeep.config import Settings
-from sitekeep.errors import SitekeepError, Unauthorized
-from sitekeep.model import Principal, Role
+from sitekeep.cli_support import (
+    command_group,
+    console,
+    err,
+    fail,
+    load_settings,
+    with_service,
+)
+from sitekeep.errors import SitekeepError
 
 if TYPE_CHECKING:
+    from sitekeep.model import Role
     from sitekeep.service import Service
 
 __all__ = ["app", "main", "with_service"]
 
-T = TypeVar("T")
-
-app = typer.Typer(help="Real browsers for AI agents that stay signed in.", no_args_is_help=True)
-token_app = typer.Typer(help="Bearer tokens.", no_args_is_help=True)
+app = command_group("Real browsers for AI agents that stay signed in.")
+token_app = command_group("Bearer tokens: create, list, revoke.")
 app.add_typer(token_app, name="token")
-db_app = typer.Typer(help="The SQL database's schema.", no_args_is_help=True)
+sessions_app = command_group("Sessions of a tenant.")
+app.add_typer(sessions_app, name="sessions")
+db_app = command_group("The SQL database's schema.")
 app.add_typer(db_app, name="db")
 app.add_typer(secret_app, name="secret")
 app.add_typer(journal_app, name="journal")
+app.add_typer(profile_app, name="profile")
+app.add_typer(proxy_app, name="proxy")
+app.add_typer(keys_app, name="keys")
 app.command("import")(import_command)
 app.command("export")(export_command)
-console = Console(soft_wrap=True)
-err = Console(stderr=True)
-
-
-def _settings() -> Settings:
-    try:
-        return Settings()
-    except ValueError as exc:  # pydantic names the variable
-        err.print(f"[red]bad setting:[/] {exc}")
-        raise typer.Exit(2) from exc
 
 
 @app.command()
@@ -62,11 +64,13 @@ def serve(
     import uvicorn
 
     from sitekeep.api.app import create_app
+    from sitekeep.logs import configure_logging
 
-    settings = _settings().model_copy(update={"host": host, "port": port})
-    logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("selenium").setLevel(logging.WARNING)  # it logs whole frames at debug
-    uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level)
+    settings = load_settings().model_copy(update={"host": host, "port": port})
+    log_config = configure_logging(log_level, settings.log_format)
+    uvicorn.run(
+        create_app(settings), host=host, port=port, log_level=log_level, log_config=log_config
+    )
 
 
 @app.command("mcp")
@@ -75,54 +79,35 @@ def mcp_stdio(
 ) -> None:
     """Serve MCP over stdio for one agent: SITEKEEP_TOKEN says who it is, SITEKEEP_SESSION
     names the session of calls without a key (default "default")."""
+    import functools
+
+    import anyio
+
+    from sitekeep.errors import Unauthorized
+    from sitekeep.logs import configure_logging
     from sitekeep.mcp.stdio import serve_stdio
 
+    settings = load_settings()
     # stdout is the protocol: every log line goes to stderr.
-    logging.basicConfig(
-        stream=sys.stderr, level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
-    )
-    logging.getLogger("selenium").setLevel(logging.WARNING)  # it logs whole frames at debug
-    settings = _settings()
+    configure_logging(log_level, settings.log_format, stream=sys.stderr)
     token = os.environ.get("SITEKEEP_TOKEN", "").strip()
     if not token:
-        err.print(
+        err().print(
             "[red]error:[/] set SITEKEEP_TOKEN (in the MCP client's env) to a token from "
-            "`sitekeep token create --tenant T --subject S`"
+            "sitekeep token create --tenant T --subject S"
         )
         raise typer.Exit(2)
     session = os.environ.get("SITEKEEP_SESSION") or "default"
     try:
         anyio.run(functools.partial(serve_stdio, settings, token, session=session))
     except Unauthorized as exc:
-        err.print(
+        err().print(
             f"[red]error:[/] SITEKEEP_TOKEN is unknown in {settings.data_dir}: create it with "
-            "`sitekeep token create` under the same SITEKEEP_DATA_DIR (or SITEKEEP_DATABASE_URL)"
+            "sitekeep token create under the same SITEKEEP_DATA_DIR (or SITEKEEP_DATABASE_URL)"
         )
         raise typer.Exit(2) from exc
     except SitekeepError as exc:
-        err.print(f"[red]error:[/] {exc.message}")
-        raise typer.Exit(2) from exc
-
-
-def with_service(use: Callable[[Service], Awaitable[T]], settings: Settings | None = None) -> T:
-    """``use(service)`` on a service opened from the settings, then closed; a sitekeep
-    error is one line on stderr and exit status 2. The CLI reaches the stores only so."""
-    from sitekeep.service import Service
-
-    settings = settings or _settings()
-
-    async def run() -> T:
-        service = Service.from_settings(settings)
-        try:
-            return await use(service)
-        finally:
-            await service.aclose()
-
-    try:
-        return anyio.run(run)
-    except SitekeepError as exc:
-        err.print(f"[red]error:[/] {exc.message}")
-        raise typer.Exit(2) from exc
+        fail(exc)
 
 
 @token_app.command("create")
@@ -132,8 +117,65 @@ def token_create(
     admin: Annotated[bool, typer.Option("--admin", help="Give the admin role.")] = False,
 ) -> None:
     """Create a bearer token and print it — the only time it is shown."""
-    role: Role = "admin" if admin else "member"
-    print(with_service(lambda svc: svc.create_token(tenant, subject, role)))
+    print(with_service(lambda svc: svc.create_token(tenant, subject, _role(admin))))
+
+
+def _role(admin: bool) -> Role:
+    return "admin" if admin else "member"
+
+
+@token_app.command("list")
+def token_list(
+    tenant: Annotated[str | None, typer.Option(help="Only this tenant's tokens.")] = None,
+) -> None:
+    """The tokens: id, tenant, subject, role, created — never a token."""
+    from rich.table import Table
+
+    tokens = with_service(lambda svc: svc.list_tokens(tenant))
+    if not tokens:
+        console().print("no tokens" + (f" in tenant {tenant}" if tenant else ""))
+        return
+    table = Table("id", "tenant", "subject", "role", "created")
+    for info in tokens:
+        table.add_row(info.id, info.tenant, info.subject, info.role, _when(info.created_at))
+    console().print(table)
+
+
+@token_app.command("revoke")
+def token_revoke(
+    token_id: Annotated[str, typer.Argument(metavar="ID", help="The id token list shows.")],
+    tenant: Annotated[str | None, typer.Option(help="Only within this tenant.")] = None,
+) -> None:
+    """Revoke a token: it stops authenticating (other replicas within 30 s) and the admin
+    UI sign-ins made with it end."""
+    info = with_service(
+        lambda svc: svc.revoke_token(token_id, tenant), flags={"id": "ID", "tenant": "--tenant"}
+    )
+    console().print(f"revoked {info.id} ({info.tenant}/{info.subject}, {info.role})")
+
+
+@sessions_app.command("list")
+def sessions_list(
+    tenant: Annotated[str, typer.Option(help="The tenant (workspace).")],
+) -> None:
+    """The tenant's sessions, most recently used first (no browser is touched)."""
+    from rich.table import Table
+
+    from sitekeep.model import Principal
+
+    rows = with_service(lambda svc: svc.sessions(Principal(tenant, "cli", "admin")))
+    if not rows:
+        console().print(f"no sessions in tenant {tenant}")
+        return
+    table = Table("key", "owner", "browser", "live", "url", "last used")
+    for row in rows:
+        url = "(withheld)" if row.get("url_withheld") else (row.get("url") or "")
+        browser = row["browser"]
+        live = "yes" if browser["live"] else "no"
+        table.add_row(
+            row["key"], row["owner"], browser["kind"], live, url, _when(row["last_used_at"])
+        )
+    console().print(table)
 
 
 @db_app.command("upgrade")
@@ -142,15 +184,14 @@ def db_upgrade() -> None:
     (every start does it too; safe while other replicas start)."""
     from sitekeep.stores import upgrade_stores
 
-    settings = _settings()
+    settings = load_settings()
     try:
         done = upgrade_stores(settings.database, settings.session_store_url)
     except SitekeepError as exc:
-        err.print(f"[red]error:[/] {exc.message}")
-        raise typer.Exit(2) from exc
+        fail(exc)
     for name, before, after in done:
         change = "already" if before == after else f"was {before}, now"
-        console.print(f"{name}: {change} at schema {after}")
+        console().print(f"{name}: {change} at schema {after}")
 
 
 @app.command()
@@ -163,6 +204,8 @@ def runs(
     """The run ledger: each live browser of every replica (SPEC §13)."""
     from rich.table import Table
 
+    from sitekeep.model import Principal
+
     async def use(svc: Service) -> tuple[dict[str, int], list[dict[str, object]]]:
         reaped = await svc.reap() if reap else {}
         who = None if tenant is None else Principal(tenant, "cli", "admin")
@@ -171,9 +214,9 @@ def runs(
     reaped, rows = with_service(use)
     if reap:
         done = ", ".join(f"{n} {why}" for why, n in sorted(reaped.items())) or "nothing"
-        console.print(f"reaper: {done}")
+        console().print(f"reaper: {done}")
     if not rows:
-        console.print("no open runs" if not every else "no runs")
+        console().print("no open runs" if not every else "no runs")
         return
     table = Table("id", "tenant", "session", "browser", "where", "opened", "closed")
     for row in rows:
@@ -189,10 +232,12 @@ def runs(
             _when(row["opened_at"]),
             f"{_when(row['closed_at'])} {closed}".strip(),
         )
-    console.print(table)
+    console().print(table)
 
 
 def _when(at: object) -> str:
+    from datetime import UTC, datetime
+
     if not isinstance(at, int | float):
         return ""
     return datetime.fromtimestamp(at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
@@ -206,29 +251,33 @@ def stop() -> None:
     to end them. Sessions, history and saved site data stay: the next call on a session
     opens a new browser and restores its site data.
     """
-    settings = _settings()
+    settings = load_settings()
     ended = with_service(lambda svc: svc.end_browsers(), settings)
     where = f"on {settings.webdriver_url}" if settings.webdriver_url else "and the embedded drivers"
     if ended:
-        console.print(f"ended {ended} session browser(s) {where} of {settings.data_dir}")
+        console().print(f"ended {ended} session browser(s) {where} of {settings.data_dir}")
     else:
-        console.print(f"no session browser was running; drivers of {settings.data_dir} ended")
+        console().print(f"no session browser was running; drivers of {settings.data_dir} ended")
 
 
 @app.command()
 def doctor() -> None:
     """Check the browsers, their drivers, the database and the key (changes nothing)."""
+    import shutil
+
+    import anyio
+
     from sitekeep.service import Service
     from sitekeep.stores.cipher import key_id, load_or_create_key
 
-    settings = _settings()
+    settings = load_settings()
     ok = True
 
     def check(name: str, passed: bool, detail: str, *, optional: bool = False) -> None:
         nonlocal ok
         ok = ok and (passed or optional)
         mark = "[green]ok[/]" if passed else ("[yellow]--[/]" if optional else "[red]FAIL[/]")
-        console.print(f"{mark}  {name}: {detail}")
+        console().print(f"{mark}  {name}: {detail}")
 
     from sitekeep.browser.driver import find_geckodriver
 
@@ -249,7 +298,7 @@ def doctor() -> None:
         detail = _version(str(path)) if found and path is not None else f"missing: {fix}"
         check(name, found, detail, optional=optional)
     if remote:
-        console.print(f"browsers run on SITEKEEP_WEBDRIVER_URL={remote}")
+        console().print(f"browsers run on SITEKEEP_WEBDRIVER_URL={remote}")
     database, sessions = anyio.run(Service.store_health, settings)
     check("database", *database)
     check("session store", *sessions)
@@ -261,7 +310,7 @@ def doctor() -> None:
             check("master key", False, exc.message)
     else:
         check("master key", True, f"{settings.key_file} (generated at first start, mode 0600)")
-    console.print(f"sitekeep {__version__}; data dir {settings.data_dir}")
+    console().print(f"sitekeep {__version__}; data dir {settings.data_dir}")
     raise typer.Exit(0 if ok else 1)
 
 

@@ -4,25 +4,35 @@ Both move site data between a file and somewhere else, carefully and with a rece
 (:mod:`sitekeep.interop.files`). Today the somewhere else is another file: ``--from FILE
 --to FILE`` converts between Playwright storage state JSON and Netscape cookies.txt,
 normalising what the source's writer got wrong. A session or a profile as the other end
-(``import --from FILE --session KEY``, ``export --profile ID --to FILE``) takes its place
-beside ``--to``/``--from`` once profiles have a store; the options below are shaped so.
+(``import --from FILE --profile ID --tenant T``, ``export --profile ID --to FILE``) goes
+through the service and its gate: the profile's creator (``--as``) or, when shared, an
+admin. The file side is as careful as ever; the receipt names the profile.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import os
+import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
+from sitekeep.cli_profiles import Actor, Member, acting
 from sitekeep.errors import SitekeepError
-from sitekeep.interop import FORMATS, Format
-from sitekeep.interop.files import convert_file
 
-__all__ = ["export_command", "import_command"]
+if TYPE_CHECKING:
+    from sitekeep.interop import Format
+    from sitekeep.model import Principal, SiteData
+    from sitekeep.service import Service
+
+__all__ = ["FORMATS", "export_command", "import_command"]
+
+FORMATS: tuple[Format, ...] = ("storage-state", "cookies-txt")
+"""``sitekeep.interop.FORMATS``, written here so ``--help`` needs no import of the
+converters (a unit test holds the two equal)."""
 
 _EXTENSIONS: dict[str, Format] = {".json": "storage-state", ".txt": "cookies-txt"}
 
@@ -69,10 +79,20 @@ def _source_format(value: str | None) -> Format | None:
     return value
 
 
+def _named(entry: dict[str, Any]) -> str:
+    if "path" in entry:
+        return str(entry["path"])
+    kind = "profile" if "profile" in entry else "session"
+    return f"{kind} {entry[kind]}"
+
+
 def _summary(done: dict[str, Any], receipt_path: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console()
     table = Table(
-        "", "read", "carried", title=f"{done['source']['path']} → {done['output']['path']}"
+        "", "read", "carried", title=f"{_named(done['source'])} → {_named(done['output'])}"
     )
     for kind in ("cookies", "origins", "local_items", "session_items"):
         table.add_row(kind, str(done["read"].get(kind, 0)), str(done["carried"].get(kind, 0)))
@@ -94,6 +114,8 @@ def _convert(
     receipt: Path | None,
     strict: bool,
 ) -> None:
+    from sitekeep.interop.files import convert_file
+
     to = _format(fmt, output, "--format")
     receipt_path = receipt or Path(f"{output}.receipt.json")
     try:
@@ -106,36 +128,208 @@ def _convert(
             strict=strict,
         )
     except SitekeepError as exc:
-        field = getattr(exc, "field", None)
-        where = f" ({field})" if field else ""
-        typer.echo(f"error{where}: {exc.message}", err=True)
-        raise typer.Exit(2) from exc
+        raise _fail(exc) from exc
     _summary(done, receipt_path.absolute())
 
 
-def _command(doc: str) -> Callable[..., None]:
-    """One command function per name: ``import`` and ``export`` share their options until
-    a session or profile end makes them differ."""
-
-    def command(
-        source: From,
-        to: To,
-        fmt: FormatOption = None,
-        from_format: SourceFormat = None,
-        receipt: ReceiptOption = None,
-        strict: Strict = False,
-    ) -> None:
-        _convert(source, to, fmt, from_format, receipt, strict)
-
-    command.__doc__ = doc
-    return command
+def _fail(exc: SitekeepError) -> typer.Exit:
+    field = getattr(exc, "field", None)
+    where = f" ({field})" if field else ""
+    typer.echo(f"error{where}: {exc.message}", err=True)
+    return typer.Exit(2)
 
 
-import_command = _command(
-    "Import site data from a storage state or cookies.txt file (today into a new file, "
-    "normalised), with a receipt."
-)
-export_command = _command(
-    "Export site data to a storage state or cookies.txt file (today from another such "
-    "file), with a receipt."
-)
+ProfileOption = Annotated[
+    str | None, typer.Option("--profile", help="A profile's id instead of a file.")
+]
+SessionOption = Annotated[
+    str | None, typer.Option("--session", help="A session's key instead of a file.")
+]
+TenantOption = Annotated[
+    str | None, typer.Option("--tenant", help="The tenant (with --profile or --session).")
+]
+
+
+def with_service(use: Any) -> Any:
+    from sitekeep.cli import with_service as run  # sitekeep.cli imports this module
+
+    return run(use)
+
+
+@dataclass(frozen=True, slots=True)
+class _End:
+    """A profile or a session at the other end of an import or export."""
+
+    kind: Literal["profile", "session"]
+    ident: str
+    who: Principal
+
+    async def write(self, svc: Service, text: str, fmt: Format | None, strict: bool) -> Any:
+        if self.kind == "profile":
+            return await svc.import_profile_state(
+                self.who, self.ident, text.encode(), fmt, strict=strict
+            )
+        return await svc.import_session_state(
+            self.who, self.ident, text.encode(), fmt, strict=strict
+        )
+
+    async def read(self, svc: Service) -> SiteData:
+        if self.kind == "profile":  # values: only for who may manage it
+            return (await svc.profiles.load(self.who, self.ident, "capture")).site_data
+        return await svc.saved_site_data(self.who, self.ident)
+
+
+def _end(
+    profile: str | None, session: str | None, tenant: str | None, subject: str, member: bool
+) -> _End | None:
+    if profile is not None and session is not None:
+        typer.echo("error: say --profile or --session, not both", err=True)
+        raise typer.Exit(2)
+    if profile is None and session is None:
+        return None
+    if tenant is None:
+        typer.echo("error: --profile and --session need --tenant", err=True)
+        raise typer.Exit(2)
+    who = acting(tenant, subject, member)
+    return (
+        _End("profile", profile, who) if profile is not None else _End("session", str(session), who)
+    )
+
+
+def _publish_receipt(path: Path, done: dict[str, Any]) -> None:
+    from sitekeep.interop.files import publish
+
+    try:
+        publish(path, (json.dumps(done, indent=2, ensure_ascii=False) + "\n").encode())
+    except SitekeepError as exc:
+        raise _fail(exc) from exc
+
+
+def _check_free(path: Path) -> None:
+    from sitekeep.errors import Conflict
+
+    if path.exists() or path.is_symlink():
+        raise _fail(Conflict(f"{path} exists: a conversion never overwrites"))
+
+
+def _into(
+    source_path: Path, end: _End, source_fmt: str | None, strict: bool, receipt_path: Path | None
+) -> None:
+    """``import --from FILE --profile ID|--session KEY``: the file read carefully, the
+    profile's site data or the session's snapshot replaced."""
+    from sitekeep.interop import Report, detect_format
+    from sitekeep.interop.files import check_unchanged, decode_text, read_source, receipt
+
+    receipt_path = Path(os.path.abspath(receipt_path or f"{source_path}.{end.ident}.receipt.json"))
+    _check_free(receipt_path)
+    try:
+        source = read_source(source_path)
+        remarks = Report()
+        text = decode_text(source, remarks)
+        check_unchanged(source)
+    except SitekeepError as exc:
+        raise _fail(exc) from exc
+    fmt = _source_format(source_fmt)
+    done_import = with_service(lambda svc: end.write(svc, text, fmt, strict))
+    done = receipt(
+        "import",
+        source={
+            "path": str(source.path),
+            "bytes": source.size,
+            "sha256": source.sha256,
+            "format": fmt or detect_format(text),
+        },
+        output={end.kind: end.ident},
+        report=Report(),
+        now=time.time(),
+    )
+    done.update(done_import["report"])
+    done["remarks"] = [*remarks.remarks, *done["remarks"]]
+    _publish_receipt(receipt_path, done)
+    _summary(done, receipt_path)
+
+
+def _out_of(end: _End, output: Path, fmt: str | None, receipt_path: Path | None) -> None:
+    """``export --profile ID|--session KEY --to FILE``."""
+    from sitekeep.interop import export_site_data
+    from sitekeep.interop.files import publish, receipt
+
+    to = _format(fmt, output, "--format")
+    output = Path(os.path.abspath(output))
+    receipt_path = Path(os.path.abspath(receipt_path or f"{output}.receipt.json"))
+    _check_free(receipt_path)
+    exported = export_site_data(with_service(end.read), to)
+    try:
+        published = publish(output, exported.data)
+    except SitekeepError as exc:
+        raise _fail(exc) from exc
+    done = receipt(
+        "export",
+        source={end.kind: end.ident},
+        output={
+            "path": str(published.path),
+            "bytes": published.size,
+            "sha256": published.sha256,
+            "format": to,
+        },
+        report=exported.report,
+        now=time.time(),
+    )
+    _publish_receipt(receipt_path, done)
+    _summary(done, receipt_path)
+
+
+def import_command(
+    source: From,
+    to: Annotated[Path | None, typer.Option("--to", help="A new file to write.")] = None,
+    profile: ProfileOption = None,
+    session: SessionOption = None,
+    tenant: TenantOption = None,
+    subject: Actor = "cli",
+    member: Member = False,
+    fmt: FormatOption = None,
+    from_format: SourceFormat = None,
+    receipt: ReceiptOption = None,
+    strict: Strict = False,
+) -> None:
+    """Import site data from a storage state or cookies.txt file — into a profile
+    (--profile), a session's snapshot (--session) or a new file (--to) — normalised, with
+    a receipt."""
+    end = _end(profile, session, tenant, subject, member)
+    if (to is None) == (end is None):
+        typer.echo("error: say one of --to FILE, --profile ID or --session KEY", err=True)
+        raise typer.Exit(2)
+    if end is not None:
+        _into(source, end, from_format, strict, receipt)
+        return
+    assert to is not None
+    _convert(source, to, fmt, from_format, receipt, strict)
+
+
+def export_command(
+    to: To,
+    source: Annotated[
+        Path | None, typer.Option("--from", help="A storage state or cookies.txt file.")
+    ] = None,
+    profile: ProfileOption = None,
+    session: SessionOption = None,
+    tenant: TenantOption = None,
+    subject: Actor = "cli",
+    member: Member = False,
+    fmt: FormatOption = None,
+    from_format: SourceFormat = None,
+    receipt: ReceiptOption = None,
+    strict: Strict = False,
+) -> None:
+    """Export site data to a new storage state or cookies.txt file — from a profile
+    (--profile), a session's snapshot (--session) or another such file (--from) — with a
+    receipt."""
+    end = _end(profile, session, tenant, subject, member)
+    if (source is None) == (end is None):
+        typer.echo("error: say one of --from FILE, --profile ID or --session KEY", err=True)
+        raise typer.Exit(2)
+    if end is not None:
+        _out_of(end, to, fmt, receipt)
+        return
+    assert source is not None
+    _convert(source, to, fmt, from_format, receipt, strict)

@@ -24,11 +24,12 @@ from rich.console import Console
 if TYPE_CHECKING:
     from sitekeep.journal import Journal, JournalKey, Replayed
 
+from sitekeep.cli_support import command_group
+
 __all__ = ["journal_app"]
 
-journal_app = typer.Typer(
-    help="The journal of browser operations: check, replay, tail (never writes).",
-    no_args_is_help=True,
+journal_app = command_group(
+    "The journal of browser operations: check, replay, tail (never writes)."
 )
 out = Console(soft_wrap=True)
 err = Console(stderr=True)

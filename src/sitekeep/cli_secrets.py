@@ -14,26 +14,20 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
-import anyio
 import typer
-from pydantic import ValidationError
-from rich.console import Console
-from rich.table import Table
 
-from sitekeep.config import Settings
+from sitekeep.cli_support import command_group, console, fail, with_service
 from sitekeep.errors import InvalidInput, NotFound, SitekeepError
-from sitekeep.model import Principal
 
 if TYPE_CHECKING:
+    from sitekeep.model import Principal
     from sitekeep.service import Service
 
 __all__ = ["parse_values", "secret_app"]
 
 T = TypeVar("T")
 
-secret_app = typer.Typer(
-    help="The secrets catalogue: values are read from stdin only.", no_args_is_help=True
-)
+secret_app = command_group("The secrets catalogue: values are read from stdin only.")
 
 Tenant = Annotated[str, typer.Option(help="The tenant (workspace).")]
 
@@ -80,44 +74,19 @@ def _parse_json(text: str) -> dict[str, str]:
     return parsed
 
 
-def _fail(exc: SitekeepError) -> typer.Exit:
-    typer.echo(f"error: {exc.message}", err=True)
-    return typer.Exit(2)
-
-
-def _settings() -> Settings:
-    try:
-        return Settings()
-    except ValidationError as exc:  # named, not printed: pydantic's text echoes the input
-        where = ".".join(str(part) for part in exc.errors()[0]["loc"])
-        typer.echo(f"error: bad setting SITEKEEP_{where.upper()}", err=True)
-        raise typer.Exit(2) from exc
-
-
 def _operator(tenant: str) -> Principal:
+    from sitekeep.model import Principal
+
     return Principal(tenant, "cli", "admin")
 
 
-async def _on_service(use: Callable[[Service], Awaitable[T]]) -> T:
-    from sitekeep.service import Service
-
-    service = Service.from_settings(_settings())
-    try:
-        return await use(service)
-    finally:
-        await service.aclose()
-
-
 def _run(use: Callable[[Service], Awaitable[T]]) -> T:
-    try:
-        return anyio.run(_on_service, use)
-    except SitekeepError as exc:
-        raise _fail(exc) from exc
+    return with_service(use)
 
 
 @secret_app.command("set")
 def set_secret(
-    name: Annotated[str, typer.Argument(help="The secret's name.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The secret's name.")],
     tenant: Tenant,
     host: Annotated[
         list[str] | None,
@@ -133,7 +102,7 @@ def set_secret(
     try:
         values = parse_values(sys.stdin.read())
     except SitekeepError as exc:
-        raise _fail(exc) from exc
+        fail(exc, {})  # its message names stdin already
     info = _run(
         lambda svc: svc.put_secret(_operator(tenant), name, description, host or [], values)
     )
@@ -147,26 +116,32 @@ def list_secrets(tenant: Tenant) -> None:
     if not infos:
         typer.echo(f"no secrets in tenant {tenant}")
         return
+    from rich.table import Table
+
     table = Table("name", "description", "hosts", "keys")
     for info in infos:
         table.add_row(info.name, info.description, ", ".join(info.hosts), ", ".join(info.keys))
-    Console().print(table)
+    console().print(table)
 
 
 @secret_app.command("delete")
 def delete_secret(
-    name: Annotated[str, typer.Argument(help="The secret's name.")], tenant: Tenant
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The secret's name.")], tenant: Tenant
 ) -> None:
     """Delete a secret."""
-    try:
-        anyio.run(_on_service, lambda svc: svc.delete_secret(_operator(tenant), name))
-    except NotFound as exc:
+
+    async def delete(svc: Service) -> bool:
+        try:
+            await svc.delete_secret(_operator(tenant), name)
+        except NotFound:
+            return False
+        return True
+
+    if not with_service(delete):
         typer.echo(
             f"error: no secret named {name!r} in tenant {tenant} "
             f"(see: sitekeep secret list --tenant {tenant})",
             err=True,
         )
-        raise typer.Exit(2) from exc
-    except SitekeepError as exc:
-        raise _fail(exc) from exc
+        raise typer.Exit(2)
     typer.echo(f"deleted secret {name}")

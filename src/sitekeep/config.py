@@ -71,6 +71,8 @@ class Settings(BaseSettings):
     firefox_prefs: dict[str, Any] = Field(default_factory=dict)
     """Extra Firefox preferences, JSON: ``{"network.dns.forceResolve": "127.0.0.1"}``."""
     browser: Literal["chromium", "firefox"] = "chromium"
+    log_format: Literal["text", "json"] = "text"
+    """``json``: one JSON object a line (``sitekeep.logs``); never a value in either."""
     """The browser a new session gets when open_session names none."""
     bidi_timeout: float = Field(default=5.0, gt=0)
     navigation_timeout: float = Field(default=30.0, gt=0)

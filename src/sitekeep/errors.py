@@ -25,9 +25,13 @@ them to status codes in one table (``sitekeep.api.errors``)::
     ├── StoreUnavailable        503  a store could not be reached; nothing was written
     │   └── JournalUnavailable  503  a journal record could not be made durable (SPEC §8)
     │       └── RecordTooLarge  503  a record over SITEKEEP_JOURNAL_MAX_RECORD; never written
-    └── BrowserUnavailable      503  the browser or its BiDi socket could not be reached
-        └── BidiError                a BiDi command failed (``code`` is the spec's error code)
-            └── BidiTimeout          no answer within the command timeout
+    ├── BrowserUnavailable      503  the browser or its BiDi socket could not be reached
+    │   └── BidiError                a BiDi command failed (``code`` is the spec's error code)
+    │       └── BidiTimeout          no answer within the command timeout
+    └── Unreachable             503  (the Python client) the sitekeep server did not answer
+
+The Python client (``sitekeep.client``) raises the same classes, rebuilt from the HTTP
+error body by :func:`error_from_json`.
 
 Messages never contain a cookie, storage or secret value.
 """
@@ -59,6 +63,8 @@ __all__ = [
     "StaleRef",
     "StoreUnavailable",
     "Unauthorized",
+    "Unreachable",
+    "error_from_json",
     "error_json",
 ]
 
@@ -381,6 +387,13 @@ class BidiTimeout(BidiError):
         self.timeout = timeout
 
 
+class Unreachable(SitekeepError):
+    """The Python client could not reach the sitekeep server (refused, timed out, reset);
+    whether a call that was sent took effect is unknown."""
+
+    type_name = "unreachable"
+
+
 _STRUCTURED = ("field", "code", "reason", "scope", "size", "cap", "ref", "secret", "host", "allow")
 
 
@@ -393,3 +406,26 @@ def error_json(exc: SitekeepError) -> dict[str, object]:
         if value is not None:
             body[name] = list(value) if isinstance(value, tuple) else value
     return body
+
+
+def _classes(root: type[SitekeepError]) -> dict[str, type[SitekeepError]]:
+    found = {root.type_name: root}
+    for sub in root.__subclasses__():
+        found.update(_classes(sub))
+    return found
+
+
+def error_from_json(body: object) -> SitekeepError:
+    """The exception an :func:`error_json` body stands for, rebuilt on the caller's side
+    (the Python client): the class named by ``type`` (an unknown type gives the root),
+    with ``message`` and the structured fields set as attributes."""
+    fields = body if isinstance(body, dict) else {}
+    cls = _classes(SitekeepError).get(str(fields.get("type")), SitekeepError)
+    exc = cls.__new__(cls)
+    SitekeepError.__init__(exc, str(fields.get("message", "")))
+    for name, value in fields.items():
+        if name not in ("type", "message") and isinstance(name, str):
+            setattr(exc, name, value)
+    if isinstance(exc, InvalidInput) and not hasattr(exc, "field"):
+        exc.field = None
+    return exc

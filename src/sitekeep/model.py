@@ -202,6 +202,12 @@ class SessionRecord:
     typed_secrets: tuple[tuple[str, str], ...] = ()
     """(secret, field) typed in this session's browser: a URL holding one of their values
     is withheld from results and history (SPEC §7). Names only, never values."""
+    profile: str | None = None
+    """The profile the session was opened from (SPEC §9); later saves do not write back."""
+    country: str | None = None
+    """The country whose proxy the session's browsers run through (SPEC §14)."""
+    proxy: str | None = None
+    """The name of that proxy in the tenant's pool."""
 
     @property
     def url(self) -> str | None:

@@ -1,26 +1,30 @@
 """What each agent operation does in a live browser (SPEC §5, §6, §7).
 
-An operation runs inside one seam call (``Service._seam``) with a :class:`Call`: the live
-browser, the session record as the call changes it (refs, secrets typed, history flushed
-by a flow) and the services it needs. It returns its result without ``{url, title}``:
-the seam adds where the browser landed, or withholds it (SPEC §7).
+An operation runs inside one seam call (``sitekeep.seam``) with a narrow :class:`Context`:
+the live browser, the refs it may use, the server's own origins, a reader of the tenant's
+secrets and a save function. It changes nothing but the browser and **returns its effects
+as a value** (:class:`Done`): its result without ``{url, title}`` (the seam adds where the
+browser landed, or withholds it, SPEC §7), the page when it already looked, what happened
+to the snapshot refs, the secrets it typed. The seam journals those effects (SPEC §8).
 """
 
 from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from sitekeep import history as hist
-from sitekeep.browser import page
+from sitekeep.address import ServerAddress
+from sitekeep.browser import keys, page
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.errors import AssertionFailed, BidiError, InvalidInput, SecretNotAllowed, StaleRef
-from sitekeep.model import Principal, RefMap, SessionRecord
+from sitekeep.journal.records import RefsStatus
+from sitekeep.model import RefMap
 from sitekeep.policy import check_url
-from sitekeep.secrets import host_allowed
+from sitekeep.secrets import SecretInfo, host_allowed
 from sitekeep.steps import (
     AssertTextArgs,
     ClickArgs,
@@ -35,30 +39,59 @@ from sitekeep.steps import (
     WaitForArgs,
 )
 
-if TYPE_CHECKING:
-    from sitekeep.service import Service
-
-__all__ = ["HANDLERS", "Call"]
+__all__ = ["HANDLERS", "Context", "Done", "SecretsReader"]
 
 _REF = re.compile(r"e([1-9][0-9]*)")
 MAX_TYPED_SECRETS = 8
 
 
-@dataclass
-class Call:
-    """One seam call's working state.
+class SecretsReader(Protocol):
+    """The caller's tenant's secrets, as an operation may read them (SPEC §7)."""
+
+    async def info(self, name: str) -> SecretInfo: ...
+
+    async def reveal(self, name: str, field: str) -> str: ...
+
+
+SaveFn = Callable[[bool], Awaitable[tuple[dict[str, Any], PageInfo, Mapping[str, Any]]]]
+"""``save(indexed_db)``: the save inside this call (the pages it reached so far go into
+the history first); returns its result, where the browser is, and counts for the mark."""
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """What an operation did, as a value the seam folds and journals.
 
     Attributes:
-        page: where the browser is, when an operation already looked (saves a round trip).
-        landed: URLs the call reached, in order, for the history (SPEC §4).
+        result: the operation's result, without ``{url, title}``.
+        page: where the browser is, when the operation already looked (saves a round trip).
+        refs: what happened to the snapshot refs (SPEC §8).
+        snapshot: the new ref map, when ``refs`` is ``replaced``.
+        typed: (secret, field) names typed, never values.
+        saved: a save's counts (for the journal's ``saved`` mark), when it saved.
     """
 
-    service: Service
-    who: Principal
-    browser: LiveBrowser
-    record: SessionRecord
+    result: Mapping[str, Any] = field(default_factory=dict)
     page: PageInfo | None = None
-    landed: list[str] = field(default_factory=list)
+    refs: RefsStatus = "unknown"
+    snapshot: RefMap | None = None
+    typed: tuple[tuple[str, str], ...] = ()
+    saved: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What an operation may use: the live browser, the refs of its last snapshot that
+    are usable now (None while the session is unsettled or after a new browser), the
+    server's own origins (SPEC §12), the tenant's secrets and the call's save."""
+
+    browser: LiveBrowser
+    refs: RefMap | None
+    own_origins: Sequence[str]
+    secrets: SecretsReader
+    save: SaveFn
+    own: ServerAddress | None = None
+    """Where the server listens: a URL reaching it in any spelling is refused (403)."""
 
     async def target(self, ref: str | None, selector: str | None) -> str:
         """The ``sharedId`` a ref (of this browser's last snapshot) or a selector names.
@@ -73,7 +106,7 @@ class Call:
         match = _REF.fullmatch(ref)
         if match is None:
             raise InvalidInput("a ref looks like e1, e2… (from snapshot)", field="ref")
-        refs = self.record.refs
+        refs = self.refs
         if refs is None or refs.generation != self.browser.ref.generation:
             raise StaleRef(ref, "no snapshot of this browser")
         index = int(match.group(1)) - 1
@@ -96,30 +129,26 @@ class Call:
             raise
 
 
-Handler = Callable[[Call, Any], Awaitable[dict[str, Any]]]
+Handler = Callable[[Context, Any], Awaitable[Done]]
 
 
-async def _navigate(call: Call, args: NavigateArgs) -> dict[str, Any]:
-    url = check_url(args.url, own=call.service.own_address, own_origins=call.service.own_origins())
-    call.page = await call.browser.navigate(url)
-    return {}
+async def _navigate(call: Context, args: NavigateArgs) -> Done:
+    url = check_url(args.url, own=call.own, own_origins=call.own_origins)
+    return Done(page=await call.browser.navigate(url))
 
 
-async def _back(call: Call, _: NoArgs) -> dict[str, Any]:
-    call.page = await call.browser.traverse(-1)
-    return {}
+async def _back(call: Context, _: NoArgs) -> Done:
+    return Done(page=await call.browser.traverse(-1))
 
 
-async def _forward(call: Call, _: NoArgs) -> dict[str, Any]:
-    call.page = await call.browser.traverse(1)
-    return {}
+async def _forward(call: Context, _: NoArgs) -> Done:
+    return Done(page=await call.browser.traverse(1))
 
 
-async def _snapshot(call: Call, _: NoArgs) -> dict[str, Any]:
+async def _snapshot(call: Context, _: NoArgs) -> Done:
     elements, shared_ids, total = await page.snapshot(call.browser)
-    number = call.record.refs.snapshot + 1 if call.record.refs else 1
+    number = call.refs.snapshot + 1 if call.refs else 1
     refs = RefMap(number, call.browser.ref.generation, tuple(shared_ids))
-    call.record = replace(call.record, refs=refs)
     listed = [
         {"ref": f"e{i + 1}", "role": e.role, "name": e.name, **e.state}
         for i, e in enumerate(elements)
@@ -127,96 +156,107 @@ async def _snapshot(call: Call, _: NoArgs) -> dict[str, Any]:
     result: dict[str, Any] = {"snapshot": f"s{number}", "elements": listed}
     if total > len(listed):
         result["omitted"] = total - len(listed)
-    return result
+    return Done(result, refs="replaced", snapshot=refs)
 
 
-async def _click(call: Call, args: ClickArgs) -> dict[str, Any]:
+async def _click(call: Context, args: ClickArgs) -> Done:
     async def act(shared_id: str) -> None:
         await page.settle(call.browser, lambda: page.click(call.browser, shared_id))
 
     await call.on_element(args.ref, args.selector, act)
-    return {}
+    return Done()
 
 
-async def _type(call: Call, args: TypeArgs) -> dict[str, Any]:
+async def _type(call: Context, args: TypeArgs) -> Done:
     await _type_into(call, args.ref, args.selector, args.text, args.submit)
-    return {}
+    return Done()
 
 
 async def _type_into(
-    call: Call, ref: str | None, selector: str | None, text: str, submit: bool
+    call: Context,
+    ref: str | None,
+    selector: str | None,
+    text: str,
+    submit: bool,
+    guard: keys.Guard | None = None,
 ) -> None:
+    field = "ref" if selector is None else "selector"
+
     async def act(shared_id: str) -> None:
-        typing = page.type_text(call.browser, shared_id, text, submit=submit)
+        def typing() -> Awaitable[None]:
+            return keys.type_text(
+                call.browser, shared_id, text, submit=submit, guard=guard, field=field
+            )
+
         if submit:
-            await page.settle(call.browser, lambda: typing)
+            await page.settle(call.browser, typing)
         else:
-            await typing
+            await typing()
 
     await call.on_element(ref, selector, act)
 
 
-async def _type_secret(call: Call, args: TypeSecretArgs) -> dict[str, Any]:
-    """Type one value of a secret, only while the page's host is allowed (SPEC §7)."""
-    service, tenant = call.service, call.who.tenant
-    info = await service.secrets.get_info(tenant, args.secret)
+async def _type_secret(call: Context, args: TypeSecretArgs) -> Done:
+    """Type one value of a secret into a text field whose own document's host is allowed,
+    checked before every chunk (SPEC §7, §12; ``browser.keys``). A secret revealed is
+    counted as typed even when typing fails (the seam masks it from then on)."""
+    info = await call.secrets.info(args.secret)
     origin = hist.origin_of((await call.browser.page_info()).url)
     host = hist.host_of(origin) if origin else ""
     if not host or not host_allowed(host, info.hosts):
         raise SecretNotAllowed(args.secret, host or "a page with no host")
-    value = await service.secrets.reveal(tenant, args.secret, args.field)
-    typed = (*[t for t in call.record.typed_secrets if t != (args.secret, args.field)],)
-    call.record = replace(
-        call.record, typed_secrets=(*typed, (args.secret, args.field))[-MAX_TYPED_SECRETS:]
-    )
-    await _type_into(call, args.ref, args.selector, value, args.submit)
-    return {"typed": {"secret": args.secret, "field": args.field}}
+    value = await call.secrets.reveal(args.secret, args.field)
+    typed = ((args.secret, args.field),)
+    guard = keys.Guard(args.secret, lambda h: host_allowed(h, info.hosts))
+    await _type_into(call, args.ref, args.selector, value, args.submit, guard)
+    return Done({"typed": {"secret": args.secret, "field": args.field}}, typed=typed)
 
 
-async def _press(call: Call, args: PressArgs) -> dict[str, Any]:
+async def _press(call: Context, args: PressArgs) -> Done:
     page.parse_keys(args.keys)  # a bad key is refused before anything is pressed
     await page.settle(call.browser, lambda: page.press(call.browser, args.keys))
-    return {}
+    return Done()
 
 
-async def _select(call: Call, args: SelectArgs) -> dict[str, Any]:
+async def _select(call: Context, args: SelectArgs) -> Done:
     async def act(shared_id: str) -> list[str]:
         chosen: list[str] = await page.settle(
             call.browser, lambda: page.select(call.browser, shared_id, args.value)
         )
         return chosen
 
-    return {"selected": await call.on_element(args.ref, args.selector, act)}
+    return Done({"selected": await call.on_element(args.ref, args.selector, act)})
 
 
-async def _read(call: Call, args: ReadArgs) -> dict[str, Any]:
+async def _read(call: Context, args: ReadArgs) -> Done:
     text, length = await page.read(call.browser, args.selector, args.max_chars)
     truncated = length > len(text)
     if truncated:
         text += f"\n[… truncated: {len(text)} of {length} characters shown]"
-    return {"text": text, "length": length, "truncated": truncated}
+    return Done({"text": text, "length": length, "truncated": truncated}, refs="reused")
 
 
-async def _screenshot(call: Call, _: NoArgs) -> dict[str, Any]:
+async def _screenshot(call: Context, _: NoArgs) -> Done:
     png = await page.screenshot(call.browser)
-    return {"mime_type": "image/png", "data": base64.b64encode(png).decode()}
+    return Done({"mime_type": "image/png", "data": base64.b64encode(png).decode()}, refs="reused")
 
 
-async def _wait_for(call: Call, args: WaitForArgs) -> dict[str, Any]:
+async def _wait_for(call: Context, args: WaitForArgs) -> Done:
     if not await page.wait_for(call.browser, args.text, args.selector, args.timeout):
         what = f"text {args.text!r}" if args.text is not None else f"selector {args.selector!r}"
         raise AssertionFailed(f"{what} did not appear within {args.timeout:g} s")
-    return {"found": True}
+    return Done({"found": True}, refs="reused")
 
 
-async def _assert_text(call: Call, args: AssertTextArgs) -> dict[str, Any]:
+async def _assert_text(call: Context, args: AssertTextArgs) -> Done:
     if not await page.text_present(call.browser, args.text, None):
         raise AssertionFailed(f"the page does not show {args.text!r}")
-    return {"found": True}
+    return Done({"found": True}, refs="reused")
 
 
-async def _save(call: Call, args: SaveArgs) -> dict[str, Any]:
-    return await call.service.save_in(call, indexed_db=args.indexed_db)
+async def _save(call: Context, args: SaveArgs) -> Done:
+    result, where, counts = await call.save(args.indexed_db)
+    return Done(result, page=where, refs="reused", saved=counts)
 
 
 HANDLERS: dict[str, Handler] = {

@@ -26,6 +26,7 @@ from functools import lru_cache
 from publicsuffixlist import PublicSuffixList
 
 from sitekeep.errors import InvalidInput
+from sitekeep.limits import MAX_TEXT
 
 __all__ = [
     "MAX_DESCRIPTION",
@@ -43,7 +44,8 @@ __all__ = [
 ]
 
 MAX_KEYS = 32
-MAX_VALUE_CHARS = 8192
+MAX_VALUE_CHARS = MAX_TEXT
+"""A secret value types within its bound (``browser.keys``); ``type`` text shares it."""
 MAX_HOSTS = 32
 MAX_DESCRIPTION = 500
 

@@ -1,9 +1,10 @@
 """The use cases. HTTP, MCP and the CLI call this module and nothing below it.
 
-Every call that affects a browser passes through one seam, :meth:`Service._drive`: it
-locks the session, reattaches to (or silently reopens) its browser, runs the operation,
-records where the browser landed in the history, hands out a pending reopen report once,
-and writes the record back. The journal (SPEC §8) will wrap that seam.
+Every call that affects a browser passes through one seam, ``sitekeep.seam``: it locks
+the session, journals a begin before the browser is touched and a finish after the
+effects were seen (SPEC §8), reattaches to (or silently reopens) its browser, dispatches
+the operation, records where the browser landed in the history, hands out a pending
+reopen report once, and writes the record back. This module keeps the use cases.
 
 Results are plain JSON-able dicts in the shapes of SPEC §5; none holds a value except the
 owner's per-host view (:meth:`Service.site_data_host`).
@@ -12,36 +13,29 @@ owner's per-host view (:meth:`Service.site_data_host`).
 from __future__ import annotations
 
 import contextlib
-import contextvars
-import functools
 import logging
 import os
-import re
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import quote, quote_plus, unquote_plus
 
 import anyio
-from pydantic import ValidationError
 
 from sitekeep import history as hist
 from sitekeep import reaping, sitedata
-from sitekeep.address import ServerAddress
 from sitekeep.admin import Admin
-from sitekeep.auth import Authenticator
-from sitekeep.browser.indexeddb import NOT_CARRIED, read_databases
-from sitekeep.browser.live import LiveBrowser, PageInfo
+from sitekeep.auth import Authenticator, TokenInfo
+from sitekeep.browser.docs import read_cookies
+from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.manager import BrowserManager
-from sitekeep.browser.restore import restore
-from sitekeep.browser.save import PARTITIONED, lost_reason, save_read, settle_jar
-from sitekeep.browser.useragent import changed_warning, current_user_agent, override_user_agent
+from sitekeep.browser.useragent import override_user_agent
 from sitekeep.config import Settings
+from sitekeep.cookies import cookie_host
 from sitekeep.errors import (
-    CapacityExceeded,
     Conflict,
     Forbidden,
     InvalidInput,
@@ -51,27 +45,39 @@ from sitekeep.errors import (
     StoreUnavailable,
 )
 from sitekeep.flows import run_steps
+from sitekeep.interop import FORMATS, Format, export_site_data, import_text
+from sitekeep.journal import Journal, JournalKey, open_journal
 from sitekeep.model import (
-    RECORD_JSON,
     BrowserKind,
-    BrowserRef,
+    Cookie,
     Principal,
     Role,
     SessionRecord,
     SiteData,
-    Skipped,
-    dump_site_data,
-    load_site_data,
 )
-from sitekeep.operations import HANDLERS, Call
 from sitekeep.policy import check_key, check_url
+from sitekeep.profiles import Loaded, Profiles, captured, first_site, profile_json
+from sitekeep.proxies import Proxies, proxy_json
+from sitekeep.seam import Seam, Session, site_data_uri, well_formed
 from sitekeep.secrets import SecretInfo
-from sitekeep.steps import parse_args, parse_steps
+from sitekeep.state_preview import state_preview
+from sitekeep.steps import SaveArgs, parse_args, parse_steps
 from sitekeep.stores import SessionLocks, SessionStore, open_database, open_sessions
-from sitekeep.stores.base import ClosedReason, Run, RunLedger, SecretStore, TokenStore
+from sitekeep.stores.base import (
+    ClosedReason,
+    ProfileRow,
+    ProfileStore,
+    ProxyRow,
+    ProxyStore,
+    Run,
+    RunLedger,
+    SecretStore,
+    TokenStore,
+)
 from sitekeep.stores.cipher import Cipher, KeyFile
 from sitekeep.stores.database import Database
 from sitekeep.stores.health import database_health, session_store_health
+from sitekeep.stores.profiles import SqlProfileStore, SqlProxyStore
 from sitekeep.stores.runs import SqlRunLedger
 from sitekeep.stores.secrets import SqlSecretStore
 from sitekeep.stores.tokens import SqlTokenStore
@@ -80,11 +86,6 @@ from sitekeep.vault import Vault
 __all__ = ["Service"]
 
 log = logging.getLogger(__name__)
-
-_REVISIONS: contextvars.ContextVar[dict[tuple[str, str], int] | None] = contextvars.ContextVar(
-    "sitekeep_revisions", default=None
-)
-"""Inside a seam: the revision of each session record the call read (0: absent)."""
 
 _KINDS: tuple[BrowserKind, ...] = ("chromium", "firefox")
 INSECURE_HINT = (
@@ -103,6 +104,8 @@ class Stores:
     tokens: TokenStore
     secrets: SecretStore
     runs: RunLedger
+    profiles: ProfileStore
+    proxies: ProxyStore
 
     @classmethod
     def open(cls, settings: Settings, clock: Callable[[], float] = time.time) -> Stores:
@@ -127,6 +130,8 @@ class Stores:
             SqlTokenStore(database),
             SqlSecretStore(database),
             SqlRunLedger(database),
+            SqlProfileStore(database),
+            SqlProxyStore(database),
         )
 
     async def aclose(self) -> None:
@@ -145,6 +150,7 @@ class Service:
         cipher: Cipher,
         browsers: BrowserManager,
         clock: Callable[[], float] = time.time,
+        journal: Journal | None = None,
     ) -> None:
         self.settings = settings
         self.stores = stores
@@ -155,8 +161,32 @@ class Service:
         self.auth = Authenticator(stores.tokens, clock)
         self._clock = clock
         self.replica = f"{socket.gethostname()}:{os.getpid()}"
+        self.journal = journal or open_journal(settings)
+        """Every session's journal (SPEC §8)."""
+        self.profiles = Profiles(stores.profiles, cipher, clock)
+        """The profile use cases (SPEC §9), each behind the one gate (``profiles.gate``)."""
+        self.proxies = Proxies(stores.proxies, self.secrets, clock)
+        """The tenant's proxy pool (SPEC §14)."""
+        self.seam = Seam(
+            settings,
+            store=stores.sessions,
+            locks=stores.locks,
+            runs=stores.runs,
+            cipher=cipher,
+            browsers=browsers,
+            vault=self.secrets,
+            journal=self.journal,
+            profiles=self.profiles,
+            proxies=self.proxies,
+            replica=self.replica,
+            own_origins=self.own_origins,
+            clock=clock,
+        )
+        """Where every browser-affecting call passes (``sitekeep.seam``)."""
         self.admin = Admin(self)
         """The admin use cases (SPEC §11), behind :meth:`require_admin`."""
+        self.metrics = self.seam.metrics
+        """Counters and histograms for ``GET /metrics`` (SPEC §13)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Callable[[], float] = time.time) -> Service:
@@ -169,79 +199,37 @@ class Service:
         """Close sockets and store connections; browsers live on (SPEC §2)."""
         await self.browsers.aclose()
         await self.stores.aclose()
+        await self.journal.aclose()
 
-    # -- storage of records and snapshots -------------------------------------------------
+    # -- the seam (sitekeep.seam): records, snapshots, locks, browsers, the journal -------
 
     @staticmethod
     def _record_key(tenant: str, key: str) -> str:
-        return f"session/{tenant}/{key}"
+        return Seam.record_key(tenant, key)
 
     @staticmethod
     def _snapshot_key(tenant: str, key: str) -> str:
-        return f"site-data/{tenant}/{key}"
+        return Seam.snapshot_key(tenant, key)
 
     async def _load(self, tenant: str, key: str) -> SessionRecord | None:
-        """The record, or None; inside a seam, its revision is kept for :meth:`_put`."""
-        found = await self._store.read(self._record_key(tenant, key))
-        revisions = _REVISIONS.get()
-        if revisions is not None:
-            revisions[(tenant, key)] = found.revision if found else 0
-        if found is None:
-            return None
-        try:
-            return RECORD_JSON.validate_json(found.value)
-        except ValidationError as exc:
-            raise StoreUnavailable(f"session {key!r} is stored in an unreadable form") from exc
+        return await self.seam.load(tenant, key)
 
     async def _require(self, who: Principal, key: str) -> SessionRecord:
-        record = await self._load(who.tenant, check_key(key))
-        if record is None:
-            raise NotFound("session", key)
-        return record
+        return await self.seam.require(who, key)
 
     async def _put(self, record: SessionRecord) -> None:
-        """Write the record — only over the revision this call read (SPEC §13: a replica
-        whose lock ran out never overwrites a newer record) — and move its snapshot's
-        expiry with it (first: a failed write then leaves only a longer-lived snapshot).
-
-        Raises:
-            Conflict: another call wrote the record since this one read it; nothing was
-                written.
-        """
-        ttl = self.settings.session_ttl
-        ident = (record.tenant, record.key)
-        revisions = _REVISIONS.get()
-        assert revisions is not None, "a session record is written only inside a seam"
-        await self._store.expire(self._snapshot_key(*ident), ttl)
-        written = await self._store.write(
-            self._record_key(*ident),
-            RECORD_JSON.dump_json(record),
-            ttl=ttl,
-            revision=revisions.get(ident, 0),
-        )
-        if written is None:
-            raise Conflict(
-                f"session {record.key!r} was changed by another call meanwhile (this call's "
-                "lock had run out); nothing was written: try again"
-            )
-        revisions[ident] = written
+        await self.seam.put(record)
 
     async def _load_snapshot(self, tenant: str, key: str) -> SiteData | None:
-        sealed = await self._store.get(self._snapshot_key(tenant, key))
-        if sealed is None:
-            return None
-        plain = self._cipher.open(sealed, tenant=tenant, kind="site-data", ident=key)
-        return load_site_data(plain)
+        return await self.seam.load_snapshot(tenant, key)
 
     async def _put_snapshot(self, tenant: str, key: str, snapshot: SiteData) -> None:
-        sealed = self._cipher.seal(
-            dump_site_data(snapshot), tenant=tenant, kind="site-data", ident=key
-        )
-        await self._store.set(
-            self._snapshot_key(tenant, key), sealed, ttl=self.settings.session_ttl
-        )
+        await self.seam.put_snapshot(tenant, key, snapshot)
 
-    # -- the seam -------------------------------------------------------------------------
+    def _held(
+        self, tenant: str, key: str, *, wait: float | None = None
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        return self.seam.held(tenant, key, wait=wait)
 
     async def _seam(
         self,
@@ -251,248 +239,32 @@ class Service:
         args: Mapping[str, Any],
         body: Callable[[], Awaitable[dict[str, Any]]],
     ) -> dict[str, Any]:
-        """The one seam every browser-affecting call passes through: the session's lock
-        held, ``op`` and ``args`` naming the call (``args`` never holds a value). The
-        journal (SPEC §8) wraps it: a begin record before ``body``, a finish after.
+        """``body`` with the session's lock held and nothing journaled: for writes that
+        touch no browser and need no mark (tests arranging a session). ``op`` and
+        ``args`` name the call."""
+        del op, args
 
-        The lock is shared by every process and replica on the same session store
-        (:mod:`sitekeep.stores.locks`): one call at a time per session, one browser per
-        session.
-
-        Raises:
-            SessionBusy: another call held the session past ``SITEKEEP_LOCK_WAIT``.
-        """
-        async with self._held(who.tenant, check_key(key)):
+        async def run(_: Session) -> dict[str, Any]:
             return await body()
 
-    @contextlib.asynccontextmanager
-    async def _held(
-        self, tenant: str, key: str, *, wait: float | None = None
-    ) -> AsyncIterator[None]:
-        """The session's lock held, and a fresh table of the revisions this call reads."""
-        wait = self.settings.lock_wait if wait is None else wait
-        async with self.stores.locks.hold(f"{tenant}/{key}", wait=wait):
-            token = _REVISIONS.set({})
-            try:
-                yield
-            finally:
-                _REVISIONS.reset(token)
+        return await self.seam.call(who, key, run, inspect=False)
 
-    async def _drive(self, who: Principal, key: str, op: str, args: Any) -> dict[str, Any]:
-        """Run one operation (``operations.HANDLERS[op]``) in the session's live browser,
-        reopened silently if gone, then record where it landed."""
-
-        async def body() -> dict[str, Any]:
-            call = await self._call(who, key)
-            result = await HANDLERS[op](call, args)
-            return await self._finish(call, result)
-
-        return await self._seam(who, key, op, _redacted(op, args), body)
-
-    async def _call(self, who: Principal, key: str) -> Call:
-        record = await self._require(who, key)
-        browser, record = await self._browser_for(record)
-        return Call(self, who, browser, record)
-
-    async def where(self, call: Call) -> tuple[PageInfo, bool]:
-        """Where the browser is now, and whether its URL must be withheld: it holds the
-        value of a secret typed in this session (SPEC §7). A URL shown goes into
-        ``call.landed`` for the history."""
-        page = call.page or await call.browser.page_info()
-        call.page = None
-        withheld = await self._holds_secret(call.who.tenant, call.record, page.url)
-        if not withheld:
-            call.landed.append(page.url)
-        return page, withheld
-
-    async def _holds_secret(self, tenant: str, record: SessionRecord, url: str) -> bool:
-        for name, key in record.typed_secrets:
-            try:
-                value = await self.secrets.reveal(tenant, name, key)
-            except SitekeepError:
-                continue  # deleted or changed since: nothing of it can be in the URL
-            if _appears_in(value, url):
-                return True
-        return False
-
-    async def _finish(self, call: Call, result: dict[str, Any]) -> dict[str, Any]:
-        """Add where the browser landed (or withhold it), bump the history with every URL
-        the call reached, hand out a pending reopen report once, store the record."""
-        page, withheld = await self.where(call)
-        result = _well_formed({**result, **_landing(page, withheld)})
-        now = self._clock()
-        record = call.record
-        if record.reopened is not None:
-            result.setdefault("site_data", dict(record.reopened))
-        history = hist.bump_many(
-            record.history,
-            call.landed,
-            now,
-            ttl=self.settings.session_ttl,
-            cap=self.settings.history_cap,
-        )
-        await self._put(
-            replace(
-                record,
-                browser=call.browser.ref,
-                history=history,
-                reopened=None,
-                last_used_at=now,
-            )
-        )
-        return result
-
-    async def _browser_for(self, record: SessionRecord) -> tuple[LiveBrowser, SessionRecord]:
-        """The session's live browser; a gone one is reopened silently with a restore whose
-        report waits in ``record.reopened`` for the first result (SPEC §3)."""
-        if record.browser is not None:
-            live = await self._attach(record.browser)
-            if live is not None:
-                return live, record
-        live, report = await self._new_browser(record, land=record.url, restore_data=True)
-        record = replace(record, browser=live.ref, reopened=report)
-        await self._put(record)
-        return live, record
-
-    async def _new_browser(
-        self, record: SessionRecord, *, land: str | None, restore_data: bool
-    ) -> tuple[LiveBrowser, dict[str, Any] | None]:
-        """A new browser for the session, its run in the ledger: reserved under the caps
-        before the browser starts, and where it runs recorded before anything loads in it.
+    def session_held(self, tenant: str, key: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """The session's lock held for a block (key rotation reseals a snapshot so).
 
         Raises:
-            CapacityExceeded: a cap is reached; no browser was started.
-            StoreUnavailable: the ledger cannot be reached; no browser is left running.
+            SessionBusy: not acquired within ``SITEKEEP_LOCK_WAIT``.
         """
-        run = await self._reserve(record)
-        try:
-            live = await self.browsers.start(record.kind, insecure=record.insecure)
-        except BaseException:
-            await self._ledger(
-                self.stores.runs.close_run(run.id, at=self._clock(), reason="crashed")
-            )
-            raise
-        try:
-            await self.stores.runs.started(run.id, live.ref.endpoint, live.ref.session_id)
-        except BaseException:
-            await self._release(live.ref, "crashed")
-            raise
-        try:
-            # No record names this browser yet: a failed first load (an unsafe port, a
-            # page slower than the navigation timeout) would leave it running unowned.
-            async with self._released_on_failure(live):
-                return live, await self._fill_new_browser(live, record, land, restore_data)
-        finally:
-            self.browsers.replenish()
+        return self._held(tenant, key)
 
-    async def _reserve(self, record: SessionRecord) -> Run:
-        """A run for a new browser of ``record``'s session, under the caps (SPEC §13),
-        counted over every replica; this session's own runs do not count.
-
-        Raises:
-            CapacityExceeded: ``scope`` tenant or global.
-        """
-        settings = self.settings
-        run = Run(
-            id=secrets.token_hex(12),
-            tenant=record.tenant,
-            session=record.key,
-            browser=record.kind,
-            opened_at=self._clock(),
-            replica=self.replica,
-        )
-        full = await self.stores.runs.reserve(
-            run, per_tenant=settings.max_sessions_per_tenant, total=settings.max_sessions
-        )
-        if full == "tenant":
-            cap = settings.max_sessions_per_tenant
-            raise CapacityExceeded(
-                f"this tenant has {cap} live browsers, its cap (SITEKEEP_MAX_SESSIONS_PER_TENANT):"
-                " close one (DELETE /v1/sessions/{key}/browser) and try again",
-                scope="tenant",
-                cap=cap,
-            )
-        if full == "global":
-            cap = settings.max_sessions
-            raise CapacityExceeded(
-                f"sitekeep runs {cap} live browsers, its cap (SITEKEEP_MAX_SESSIONS): try again"
-                " later",
-                scope="global",
-                cap=cap,
-            )
-        return run
-
-    async def _attach(self, ref: BrowserRef) -> LiveBrowser | None:
-        """The live browser ``ref`` names, or None — then its run is closed as crashed
-        (a no-op when a close or the reaper came first)."""
-        live = await self.browsers.attach(ref)
-        if live is None:
-            await self._ledger(
-                self.stores.runs.close(ref.session_id, at=self._clock(), reason="crashed")
-            )
-        return live
-
-    async def _release(self, ref: BrowserRef, reason: ClosedReason) -> None:
-        """End a browser, then close its run: the browser is released first, and a ledger
-        that fails is logged, never in the way (SPEC §13)."""
-        await self.browsers.close(ref)
-        await self._ledger(self.stores.runs.close(ref.session_id, at=self._clock(), reason=reason))
-
-    @staticmethod
-    async def _ledger(write: Awaitable[object]) -> None:
-        try:
-            await write
-        except StoreUnavailable as exc:
-            log.warning("the run ledger missed a close: %s", exc.message)
-
-    async def _fill_new_browser(
-        self, live: LiveBrowser, record: SessionRecord, land: str | None, restore_data: bool
-    ) -> dict[str, Any] | None:
-        snapshot = None
-        if restore_data and not record.insecure:
-            snapshot = await self._load_snapshot(record.tenant, record.key)
-        if snapshot is None:
-            if land:
-                await live.navigate(land)
-            return None
-        warnings = await self._user_agent(live, record, snapshot)
-        report = await restore(live, snapshot, land, now=self._clock())
-        warnings.extend(report.warnings)
-        if not report.restored and not report.skipped and not warnings:
-            return None
-        result = {**report.as_json(), "uri": self._site_data_uri(record.key)}
-        if warnings:
-            result["warnings"] = warnings
-        return result
-
-    async def _user_agent(
-        self, live: LiveBrowser, record: SessionRecord, snapshot: SiteData
-    ) -> list[dict[str, Any]]:
-        """Apply the snapshot's User-Agent when the session keeps it; warn when the
-        browser runs under another one (SPEC §3 Cross-browser)."""
-        saved = snapshot.user_agent
-        if saved is None:
-            return []
-        warnings: list[dict[str, Any]] = []
-        if record.keep_user_agent:
-            why = await override_user_agent(live, saved)
-            if why is not None:
-                warnings.append(
-                    {
-                        "type": "user_agent_not_applied",
-                        "reason": why,
-                        "message": f"this {live.ref.kind} cannot override its User-Agent "
-                        "over BiDi (emulation.setUserAgentOverride)",
-                    }
-                )
-        changed = changed_warning(saved, await current_user_agent(live))
-        if changed is not None:
-            warnings.append(changed)
-        return warnings
+    @property
+    def cipher(self) -> Cipher:
+        """The cipher every blob is sealed with (its key ring follows the key file)."""
+        return self._cipher
 
     @staticmethod
     def _site_data_uri(key: str) -> str:
-        return f"sitekeep://sessions/{key}/site-data"
+        return site_data_uri(key)
 
     # -- use cases ------------------------------------------------------------------------
 
@@ -515,53 +287,87 @@ class Service:
         A new browser — none live, ``fresh``, another kind or another certificate policy —
         gets the snapshot restored (unless ``restore_site_data`` is false or ``insecure``)
         before it lands on ``url`` or the last page. ``restore_site_data=false`` deletes
-        the snapshot (``{"forgotten": N}``, N hosts); the history stays.
+        the snapshot (``{"forgotten": N}``, N hosts) and starts a clean browser (a live
+        one, signed in, is closed); the history stays. A browser of another kind than
+        the session's last says so: ``switched_browser: {from, to}``.
         ``keep_user_agent`` (kept for the session's later browsers; None leaves it as it
         is) runs the browser under the User-Agent the snapshot was saved under; a restore
         under another one warns ``{type: "user_agent_changed"}`` in ``site_data.warnings``.
+        ``profile`` (an id ``who`` may use, SPEC §9) starts a new browser with the
+        profile's site data restored before it lands (on ``url``, else the last page,
+        else the profile's first site); ``site_data.profile`` names it. Later saves of
+        the session do not write back into the profile.
 
         Returns:
-            ``{key, url, title, site_data?, hint?}``.
+            ``{key, url, title, site_data?, switched_browser?, hint?}``.
 
         Raises:
             InvalidInput: a bad key, browser or URL, or an option not available yet.
             BrowserUnavailable: no browser could be started (503).
+            JournalUnavailable: the journal's begin could not be made durable (503,
+                SPEC §8); the browser was not touched.
         """
         key = check_key(key) if key is not None else secrets.token_hex(6)
         kind = self._kind(browser)
-        for name, value in (("profile", profile), ("country", country)):
-            if value is not None:
-                raise InvalidInput(f"{name} is not available yet", field=name)
+        # The gate first: a profile one may not use is refused before anything else.
+        loaded = await self.profiles.load(who, profile, "use") if profile is not None else None
+        if country is None and loaded is not None:
+            country = loaded.row.country  # a profile signs in from where it was captured
+        route = await self.proxies.choose(who.tenant, country) if country is not None else None
         if url is not None:
-            url = check_url(url, own=self.own_address, own_origins=self.own_origins())
+            url = check_url(url, own=self.browsers.own_address, own_origins=self.own_origins())
         args = {
             "browser": kind,
             "url": hist.trim_url(url) if url else None,
+            "profile": profile,
+            "country": route.country if route else None,
             "restore_site_data": restore_site_data,
             "fresh": fresh,
             "insecure": insecure,
             "keep_user_agent": keep_user_agent,
         }
 
-        async def body() -> dict[str, Any]:
-            return await self._open_locked(
-                who,
-                key,
-                kind or self.settings.browser,
-                kind is not None,
-                url,
-                restore_site_data=restore_site_data,
-                fresh=fresh,
-                insecure=insecure,
-                keep_user_agent=keep_user_agent,
+        async def body(s: Session) -> dict[str, Any]:
+            begun = await s.begin("open_session", args)
+            before = s.record.browser if s.record is not None else None
+            try:
+                result = await self._open_locked(
+                    s,
+                    kind or self.settings.browser,
+                    kind is not None,
+                    url,
+                    restore_site_data=restore_site_data,
+                    fresh=fresh or loaded is not None,
+                    insecure=insecure,
+                    keep_user_agent=keep_user_agent,
+                    profile=loaded,
+                    route=route,
+                )
+            except SitekeepError as exc:
+                await s.finish(begun, exc, looked=False)
+                raise
+            new = s.browser is not None and (
+                before is None or s.browser.ref.generation != before.generation
             )
+            try:
+                await s.look()
+                await s.finish(begun, refs="invalidated")
+                return await s.end(result)
+            except BaseException:
+                # No stored record names a browser this open started: a failure now (its
+                # browser died mid-restore) would leave it unowned (issue #8 item 6).
+                if new and s.browser is not None:
+                    with anyio.CancelScope(shield=True):
+                        await self.seam.release(s.browser.ref, "closed")
+                raise
 
-        return await self._seam(who, key, "open_session", args, body)
+        opened = await self.seam.call(who, key, body)
+        self.metrics.opened.inc()
+        return opened
 
     async def _open_locked(
         self,
-        who: Principal,
-        key: str,
+        s: Session,
         kind: BrowserKind,
         kind_given: bool,
         url: str | None,
@@ -570,9 +376,12 @@ class Service:
         fresh: bool,
         insecure: bool,
         keep_user_agent: bool | None = None,
+        profile: Loaded | None = None,
+        route: ProxyRow | None = None,
     ) -> dict[str, Any]:
         now = self._clock()
-        record = await self._load(who.tenant, key) or SessionRecord(
+        who, key = s.who, s.key
+        record = s.record or SessionRecord(
             tenant=who.tenant,
             key=key,
             owner=who.subject,
@@ -582,19 +391,40 @@ class Service:
         )
         result: dict[str, Any] = {"key": key}
         if not restore_site_data:
-            result["site_data"] = {"forgotten": await self._forget_snapshot(who.tenant, key)}
-        live = await self._reusable(record, kind if kind_given else record.kind, insecure, fresh)
-        record = replace(record, kind=kind if kind_given else record.kind, insecure=insecure)
+            forgotten = await self._forget_snapshot(who.tenant, key)
+            await s.mark("forgotten", detail={"hosts": forgotten})
+            result["site_data"] = {"forgotten": forgotten}
+        to = kind if kind_given else record.kind
+        if to != record.kind:
+            result["switched_browser"] = {"from": record.kind, "to": to}
+        # Forgetting the site data forgets the browser that holds it too: a clean one.
+        rerouted = route is not None and route.name != record.proxy
+        clean = fresh or not restore_site_data or rerouted
+        live = await self._reusable(record, to, insecure, clean)
+        record = replace(record, kind=to, insecure=insecure)
+        if route is not None:
+            record = replace(record, country=route.country, proxy=route.name)
         if keep_user_agent is not None:
             record = replace(record, keep_user_agent=keep_user_agent)
-        started = live is None
+        if profile is not None:
+            record = replace(record, profile=profile.row.id)
         if live is None:
-            live, report = await self._new_browser(
-                record, land=url or record.url, restore_data=restore_site_data
+            preset = profile.site_data if profile is not None else None
+            live, report = await self.seam.new_browser(
+                record,
+                land=url or record.url or (first_site(preset) if preset else None),
+                restore_data=restore_site_data,
+                preset=preset,
             )
+            s.browser = live
+            await s.journal_new_browser("opened", report)
             if report is not None:
                 result["site_data"] = report
+            if profile is not None:
+                named = {"id": profile.row.id, "name": profile.row.name}
+                result["site_data"] = {**result.get("site_data", {}), "profile": named}
         else:
+            s.browser = live
             if keep_user_agent:
                 snapshot = await self._load_snapshot(who.tenant, key)
                 if snapshot is not None and snapshot.user_agent:
@@ -603,22 +433,10 @@ class Service:
                 await live.navigate(url)
         if insecure:
             result["hint"] = INSECURE_HINT
-        record = replace(record, browser=live.ref, reopened=None, refs=None)
-        if started:
-            async with self._released_on_failure(live):
-                return await self._finish(Call(self, who, live, record), result)
-        return await self._finish(Call(self, who, live, record), result)
-
-    @contextlib.asynccontextmanager
-    async def _released_on_failure(self, live: LiveBrowser) -> AsyncIterator[None]:
-        """A browser no stored record names yet is ended when the block fails: a failed
-        call leaves the browser count as it was (issue #8 item 6)."""
-        try:
-            yield
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await self._release(live.ref, "closed")
-            raise
+        if record.proxy is not None:
+            result["proxy"] = {"name": record.proxy, "country": record.country}
+        s.record = replace(record, browser=live.ref, reopened=None, refs=None)
+        return result
 
     async def _reusable(
         self, record: SessionRecord, kind: BrowserKind, insecure: bool, fresh: bool
@@ -626,11 +444,11 @@ class Service:
         """The live browser to keep using, or None (after closing one that cannot stay)."""
         if record.browser is None:
             return None
-        live = await self._attach(record.browser)
+        live = await self.seam.attach(record.browser, await self.seam.proxy_of(record, gone=None))
         if live is None:
             return None
         if fresh or record.browser.kind != kind or record.browser.insecure != insecure:
-            await self._release(record.browser, "closed")
+            await self.seam.release(record.browser, "closed")
             return None
         return live
 
@@ -653,11 +471,6 @@ class Service:
         port = self.settings.port
         return [f"http://{host}:{port}" for host in (self.settings.host, "127.0.0.1", "localhost")]
 
-    @functools.cached_property
-    def own_address(self) -> ServerAddress:
-        """Where this server listens, as its browsers resolve names (SPEC §12)."""
-        return self.browsers.own_address
-
     async def act(self, who: Principal, key: str, op: str, **args: Any) -> dict[str, Any]:
         """Run one agent operation (SPEC §5) on session ``key``.
 
@@ -670,13 +483,24 @@ class Service:
         Returns:
             The operation's result with ``{url, title}`` of where the browser landed —
             or ``url_withheld: true`` instead of the URL when it holds a typed secret.
+            ``warnings: [{type: journal_unsettled | journal_inspected, message}]`` when
+            the journal could not record this call's finish (its effects happened: look
+            before repeating it), or when an earlier call's outcome was unknown and the
+            browser was inspected first (SPEC §8).
 
         Raises:
             InvalidInput: a bad argument, naming the field. NotFound: no such session,
             secret or element. StaleRef: a ref from an old snapshot. SecretNotAllowed:
             a secret on a host it may not be typed on. NavigationFailed, BrowserUnavailable.
+            JournalUnavailable: the journal's begin could not be made durable (503,
+                SPEC §8); the browser was not touched.
         """
-        return await self._drive(who, key, op, parse_args(op, args))
+        parsed = parse_args(op, args)
+
+        async def body(s: Session) -> dict[str, Any]:
+            return await s.end(await s.dispatch(op, parsed))
+
+        return await self.seam.call(who, key, body)
 
     async def navigate(self, who: Principal, key: str, url: str) -> dict[str, Any]:
         """Go to ``url`` and wait for the page to load. Returns ``{url, title}``.
@@ -684,7 +508,7 @@ class Service:
         Raises:
             InvalidInput: a URL agents may not open (SPEC §12).
         """
-        check_url(url, own=self.own_address, own_origins=self.own_origins())
+        check_url(url, own=self.browsers.own_address, own_origins=self.own_origins())
         return await self.act(who, key, "navigate", url=url)
 
     async def back(self, who: Principal, key: str) -> dict[str, Any]:
@@ -712,18 +536,26 @@ class Service:
 
         Raises:
             InvalidInput: a malformed step, naming it (``steps[2].url``); nothing has run.
+            JournalUnavailable: the journal's begin could not be made durable (503,
+                SPEC §8); the browser was not touched.
         """
         if on_error not in ("stop", "continue"):
             raise InvalidInput("on_error is stop or continue", field="on_error")
         parsed = parse_steps(steps)
 
-        async def body() -> dict[str, Any]:
-            call = await self._call(who, key)
-            report = await run_steps(call, parsed, "continue" if on_error == "continue" else "stop")
-            return await self._finish(call, report)
+        steps_args = [{"op": p.op, **p.args.model_dump(exclude_none=True)} for p in parsed]
 
-        args = {"steps": [_redacted(s.op, s.args) for s in parsed], "on_error": on_error}
-        return await self._seam(who, key, "run_flow", args, body)
+        async def body(s: Session) -> dict[str, Any]:
+            s.require()
+            begun = await s.begin("run_flow", {"steps": steps_args, "on_error": on_error})
+            report = await run_steps(s, parsed, "continue" if on_error == "continue" else "stop")
+            if s.last is None and s.browser is not None:
+                await s.look()
+            if not s.unsettled:
+                await s.finish(begun, refs="unknown")
+            return await s.end(report)
+
+        return await self.seam.call(who, key, body)
 
     async def save_site_data(
         self,
@@ -751,79 +583,23 @@ class Service:
         Raises:
             SnapshotTooLarge: the cookies alone pass the cap; the old snapshot stands.
             BrowserUnavailable: BiDi is down; nothing was saved.
+            JournalUnavailable: the journal's begin could not be made durable (503,
+                SPEC §8); the browser was not touched.
         """
         if profile is not None:
-            raise InvalidInput("profile is not available yet", field="profile")
+            await self.profiles.get(who, profile, "capture")  # the gate, before the browser
 
-        async def body() -> dict[str, Any]:
-            call = await self._call(who, key)
-            return await self._finish(
-                call, await self.save_in(call, full=full, indexed_db=indexed_db)
-            )
+        async def body(s: Session) -> dict[str, Any]:
+            s.save_full = full
+            result = await s.dispatch("save_site_data", SaveArgs(indexed_db=indexed_db))
+            if profile is not None:
+                snapshot = await self._load_snapshot(who.tenant, key) or SiteData()
+                kept = captured(snapshot, None, self._clock())
+                row = await self.profiles.write(who, profile, kept)
+                result["profile"] = profile_json(row, who, self._clock())
+            return await s.end(result)
 
-        args = {"full": full, "indexed_db": indexed_db}
-        return await self._seam(who, key, "save_site_data", args, body)
-
-    async def save_in(
-        self, call: Call, *, full: bool = False, indexed_db: bool = False
-    ) -> dict[str, Any]:
-        """The save itself, inside a call: the pages the call reached so far go into the
-        history first, so the save reads their storage too (SPEC §4 flows)."""
-        record = replace(
-            call.record,
-            history=hist.bump_many(
-                call.record.history,
-                call.landed,
-                self._clock(),
-                ttl=self.settings.session_ttl,
-                cap=self.settings.history_cap,
-            ),
-        )
-        call.record, call.landed = record, []
-        browser = call.browser
-        page = await browser.page_info()
-        current = hist.origin_of(page.url)
-        order = ([current] if current else []) + [
-            e.origin for e in record.history if e.origin != current
-        ]
-        read = await save_read(browser, order, deadline=self.settings.save_deadline, full=full)
-        databases: dict[str, list[dict[str, Any]]] | None = None
-        databases_failed: dict[str, str] = {}
-        if indexed_db:
-            databases, databases_failed = await read_databases(
-                browser, order, deadline=self.settings.save_deadline
-            )
-        previous = await self._load_snapshot(record.tenant, record.key)
-        session = read.session if read.session_read or previous is None else previous.session
-        cookies = settle_jar(browser, read.cookies, previous.cookies if previous else ())
-        snapshot, skipped = sitedata.compose(
-            previous,
-            cookies=cookies,
-            read=read.local,
-            session=session,
-            not_read=read.not_read,
-            visit_order=order,
-            saved_at=self._clock(),
-            cap=self.settings.snapshot_cap,
-            tabs=read.tabs,
-            user_agent=read.user_agent,
-            indexed_db=databases,
-            indexed_db_failed=databases_failed,
-        )
-        if not indexed_db:
-            skipped.extend(Skipped(o, NOT_CARRIED) for o in order if o in read.idb_origins)
-        skipped.extend(Skipped(o, PARTITIONED) for o in read.partitioned)
-        skipped.extend(lost_reason(c) for c in read.lost_cookies)
-        await self._put_snapshot(record.tenant, record.key, snapshot)
-        call.page = page
-        saved = {
-            "cookies": len(snapshot.cookies),
-            "sites": [o for o in order if o in snapshot.origins]
-            + sorted(set(snapshot.origins) - set(order)),
-            "skipped": [s.as_json() for s in skipped],
-            "spare_reads": read.spare_reads,
-        }
-        return {"saved": saved, "uri": self._site_data_uri(record.key)}
+        return await self.seam.call(who, key, body)
 
     async def current(self, who: Principal, key: str) -> dict[str, Any]:
         """The current page (without touching the browser's state) and a site-data summary.
@@ -832,23 +608,28 @@ class Service:
             ``{key, url, title, browser: {kind, live}, site_data: {saved_at, hosts}}``.
         """
         record = await self._require(who, key)
-        live = await self.browsers.attach(record.browser) if record.browser else None
+        live = await self._live(record)
         page = await live.page_info() if live is not None else None
         url = page.url if page else record.url
-        withheld = url is not None and await self._holds_secret(who.tenant, record, url)
+        withheld = url is not None and await self.seam.holds_secret(who.tenant, record, url)
         snapshot = await self._load_snapshot(who.tenant, key)
-        return _well_formed(
-            {
-                "key": key,
-                **({"url_withheld": True} if withheld else {"url": url}),
-                "title": page.title if page else None,
-                "browser": {"kind": record.kind, "live": live is not None},
-                "site_data": {
-                    "saved_at": snapshot.saved_at if snapshot else None,
-                    "hosts": len(sitedata.host_rows(snapshot, record.history)) if snapshot else 0,
-                    "uri": self._site_data_uri(key),
-                },
-            }
+        masker = await self.seam.masker(who.tenant, record)
+        return well_formed(
+            masker.value(
+                {
+                    "key": key,
+                    **({"url_withheld": True} if withheld else {"url": url}),
+                    "title": page.title if page else None,
+                    "browser": {"kind": record.kind, "live": live is not None},
+                    "site_data": {
+                        "saved_at": snapshot.saved_at if snapshot else None,
+                        "hosts": len(sitedata.host_rows(snapshot, record.history))
+                        if snapshot
+                        else 0,
+                        "uri": self._site_data_uri(key),
+                    },
+                }
+            )
         )
 
     async def end_browsers(self) -> int:
@@ -866,7 +647,7 @@ class Service:
                 record = await self._load(tenant, key)
                 if record is None or record.browser is None:
                     continue
-                await self._release(record.browser, "closed")
+                await self.seam.release(record.browser, "closed")
                 await self._put(replace(record, browser=None))
             ended += 1
         await self.browsers.end_pools()
@@ -876,8 +657,89 @@ class Service:
     async def live_browser(self, who: Principal, key: str) -> LiveBrowser | None:
         """The session's live browser as it is now (no reopen), or None: for tools that
         drive it directly — tests, and later the live view (SPEC §10)."""
+        return await self._live(await self._require(who, key))
+
+    async def _live(self, record: SessionRecord) -> LiveBrowser | None:
+        """The session's browser as it is now (no reopen), or None."""
+        if record.browser is None:
+            return None
+        proxy = await self.seam.proxy_of(record, gone=None)
+        return await self.browsers.attach(record.browser, proxy=proxy)
+
+    async def sessions(self, who: Principal) -> list[dict[str, Any]]:
+        """The caller's tenant's sessions, most recently used first (``GET /v1/sessions``).
+        No browser is touched: ``browser.live`` says a browser is recorded for it.
+
+        Returns:
+            ``[{key, owner, url | url_withheld, browser: {kind, live}, created_at,
+            last_used_at}]``, times in seconds since the epoch.
+        """
+        return [await self._session_row(who, r) for r in await self.records(who.tenant)]
+
+    async def metrics_text(self) -> bytes:
+        """``GET /metrics``: the Prometheus text format, the gauges read now from the
+        session store (records) and the run ledger (live browsers of every replica).
+
+        Raises:
+            StoreUnavailable: a store cannot be reached.
+        """
+        sessions = len(await self._store.keys("session/"))
+        runs = await self.stores.runs.open_runs()
+        return self.metrics.render(sessions=sessions, browsers=Counter(r.browser for r in runs))
+
+    async def records(self, tenant: str) -> list[SessionRecord]:
+        """Every session record of ``tenant``, most recently used first."""
+        records = []
+        for store_key in await self._store.keys(self._record_key(tenant, "")):
+            record = await self._load(tenant, store_key.rsplit("/", 1)[-1])
+            if record is not None and record.tenant == tenant:
+                records.append(record)
+        records.sort(key=lambda r: r.last_used_at, reverse=True)
+        return records
+
+    async def _session_row(self, who: Principal, record: SessionRecord) -> dict[str, Any]:
+        url = record.url
+        withheld = url is not None and await self.seam.holds_secret(who.tenant, record, url)
+        return {
+            "key": record.key,
+            "owner": record.owner,
+            **({"url_withheld": True} if withheld else {"url": url}),
+            "browser": {"kind": record.kind, "live": record.browser is not None},
+            "created_at": record.created_at,
+            "last_used_at": record.last_used_at,
+        }
+
+    async def webdriver(self, who: Principal, key: str) -> dict[str, Any]:
+        """Where the session's live browser answers, for a tool that attaches to it
+        (``GET /v1/sessions/{key}/webdriver``; W3C WebDriver §8 sessions, BiDi §7.1).
+
+        It hands the browser over — cookies and all — so only an admin of the tenant or
+        the session's owner may ask.
+
+        Returns:
+            ``{key, browser, webdriver_url, session_id, bidi_url, context}``: the
+            WebDriver server (``POST {webdriver_url}/session/{session_id}/…`` drives it),
+            the BiDi WebSocket URL, the main tab's browsing context id.
+
+        Raises:
+            NotFound: no such session. Forbidden: neither admin nor owner.
+            Conflict: the session has no live browser (open it first).
+        """
         record = await self._require(who, key)
-        return await self.browsers.attach(record.browser) if record.browser else None
+        if who.role != "admin" and who.subject != record.owner:
+            raise Forbidden("only an admin or the session's owner may take over its browser")
+        live = await self.seam.attach(record.browser) if record.browser is not None else None
+        if live is None or record.browser is None:
+            raise Conflict("the session has no live browser: open it first")
+        ref = record.browser
+        return {
+            "key": key,
+            "browser": ref.kind,
+            "webdriver_url": ref.endpoint,
+            "session_id": ref.session_id,
+            "bidi_url": ref.ws_url,
+            "context": ref.context,
+        }
 
     async def record(self, who: Principal, key: str) -> SessionRecord:
         """The session record (history included) — the admin surface, not the agent's."""
@@ -886,28 +748,40 @@ class Service:
     async def close_browser(self, who: Principal, key: str) -> dict[str, Any]:
         """Close the session's browser; the record, history and snapshot stay."""
 
-        async def body() -> dict[str, Any]:
-            record = await self._require(who, key)
+        async def body(s: Session) -> dict[str, Any]:
+            record = s.require()
+            begun = await s.begin("close_browser", {})
             if record.browser is not None:
-                await self._release(record.browser, "closed")
+                await self.seam.release(record.browser, "closed")
+            await s.finish(begun, refs="invalidated", looked=False)
             await self._put(replace(record, browser=None, last_used_at=self._clock()))
             return {"key": key, "closed": record.browser is not None}
 
-        return await self._seam(who, key, "close_browser", {}, body)
+        return await self.seam.call(who, key, body, inspect=False)
 
     async def delete_session(self, who: Principal, key: str) -> dict[str, Any]:
         """Delete the session and everything keyed to it (its browser closes)."""
 
-        async def body() -> dict[str, Any]:
-            record = await self._require(who, key)
+        async def body(s: Session) -> dict[str, Any]:
+            record = s.require()
             if record.browser is not None:
-                await self._release(record.browser, "closed")
+                await self.seam.release(record.browser, "closed")
             await self._store.delete(
                 self._record_key(who.tenant, key), self._snapshot_key(who.tenant, key)
             )
+            s.track.broken = True  # not kept: the journal is gone
+            await self._remove_journal(who.tenant, key)
             return {"key": key, "deleted": True}
 
-        return await self._seam(who, key, "delete_session", {}, body)
+        return await self.seam.call(who, key, body, inspect=False)
+
+    async def _remove_journal(self, tenant: str, key: str) -> None:
+        """The session's journal goes with it (SPEC §8): deleted, or expired."""
+        self.seam.forget_track(tenant, key)
+        try:
+            await self.journal.remove(JournalKey(tenant, key))
+        except (OSError, StoreUnavailable) as exc:
+            log.warning("a journal could not be removed: %s", exc)
 
     async def site_data(self, who: Principal, key: str) -> dict[str, Any]:
         """The snapshot by host, counts only (SPEC §5 resource)."""
@@ -937,11 +811,216 @@ class Service:
         Raises:
             NotFound: the session, or nothing saved for ``site``.
         """
-        await self._require(who, key)
+        record = await self._require(who, key)
         snapshot = await self._load_snapshot(who.tenant, key)
         if snapshot is None:
             raise NotFound("site", site)
-        return _well_formed({"key": key, **sitedata.host_view(snapshot, site)})
+        masker = await self.seam.masker(who.tenant, record)
+        return well_formed(masker.value({"key": key, **sitedata.host_view(snapshot, site)}))
+
+    # -- profiles (SPEC §9): the gate lives in ``self.profiles``; these join it to sessions
+
+    def _profile(self, row: ProfileRow, who: Principal) -> dict[str, Any]:
+        return profile_json(row, who, self._clock())
+
+    async def create_profile(
+        self, who: Principal, name: str, visibility: str = "private", country: str | None = None
+    ) -> dict[str, Any]:
+        """A new, empty profile created by ``who`` (``profiles.profile_json``).
+
+        Raises:
+            InvalidInput: a bad name, visibility or country; nothing stored.
+        """
+        row = await self.profiles.create(who, name, visibility=visibility, country=country)
+        return self._profile(row, who)
+
+    async def list_profiles(self, who: Principal) -> dict[str, Any]:
+        """``{now, profiles: [...]}``: ``who``'s own and the workspace's shared ones."""
+        rows = await self.profiles.list(who)
+        return {"now": self._clock(), "profiles": [self._profile(r, who) for r in rows]}
+
+    async def get_profile(self, who: Principal, ident: str) -> dict[str, Any]:
+        """One profile and its site data by host: counts and cookie names, never a value
+        (SPEC §9: what someone who may only use a shared profile sees).
+
+        Raises:
+            NotFound, Forbidden: the gate (``read``).
+        """
+        loaded = await self.profiles.load(who, ident, "read")
+        cookies = loaded.site_data.cookies
+        sites = [
+            {
+                "site": r.site,
+                "cookies": r.cookies,
+                "cookie_names": sorted({c.name for c in cookies if cookie_host(c) == r.site}),
+                "local": r.local,
+                "session": r.session,
+            }
+            for r in sitedata.host_rows(loaded.site_data, ())
+        ]
+        return {**self._profile(loaded.row, who), "sites": sites}
+
+    async def update_profile(
+        self, who: Principal, ident: str, changes: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Change a profile's ``name``, ``visibility`` or ``country``.
+
+        Raises:
+            InvalidInput: a bad value. NotFound, Forbidden: the gate (``update``).
+        """
+        return self._profile(await self.profiles.update(who, ident, changes), who)
+
+    async def capture_profile(
+        self,
+        who: Principal,
+        ident: str,
+        session: str,
+        cookies: Sequence[Mapping[str, object]] | None = None,
+    ) -> dict[str, Any]:
+        """Capture session ``session``'s site data into profile ``ident`` (SPEC §9): its
+        unexpired cookies (all, or those ``cookies`` names by ``{domain, name}``), the
+        localStorage of its origins and its sessionStorage. The session's own snapshot is
+        left as it was.
+
+        Returns:
+            ``{url, title, profile, captured: {cookies, sites}}``.
+
+        Raises:
+            NotFound, Forbidden: the gate (``capture``), or no such session.
+            InvalidInput: ``cookies`` — the selection matches no unexpired cookie;
+                nothing was written.
+        """
+        await self.profiles.get(who, ident, "capture")
+
+        args = {"profile": ident, "cookies": None if cookies is None else len(cookies)}
+
+        async def body(s: Session) -> dict[str, Any]:
+            record = s.require()
+            begun = await s.begin("capture_profile", args)
+            try:
+                browser = await s.live()
+                s.record = record = replace(
+                    s.require(), history=self.seam.bumped(record.history, s.pages)
+                )
+                s.pages = []
+                read = await self.seam.read_site_data(record, browser, full=False, indexed_db=False)
+                kept = captured(read.snapshot, cookies, self._clock())
+                row = await self.profiles.write(who, ident, kept)
+            except SitekeepError as exc:
+                await s.finish(begun, exc, looked=False)
+                raise
+            await s.landed(read.page)
+            await s.finish(begun, refs="reused")
+            done = {"cookies": len(kept.cookies), "sites": sorted(kept.origins)}
+            return await s.end({"profile": self._profile(row, who), "captured": done})
+
+        return await self.seam.call(who, session, body)
+
+    async def import_profile_state(
+        self,
+        who: Principal,
+        ident: str,
+        data: bytes,
+        fmt: str | None = None,
+        *,
+        strict: bool = False,
+    ) -> dict[str, Any]:
+        """Replace a profile's site data with a storage state JSON or cookies.txt file
+        (SPEC §15), normalised; expired cookies are never kept.
+
+        Returns:
+            ``{profile, report}`` — the report of what was changed or dropped, and why.
+
+        Raises:
+            InvalidInput: not UTF-8, not the format, a bad field (named); nothing written.
+            NotFound, Forbidden: the gate (``capture``).
+        """
+        await self.profiles.get(who, ident, "capture")
+        form = _interop_format(fmt, optional=True)
+        imported = import_text(_utf8(data), form, self._clock(), strict=strict)
+        kept = captured(imported.site_data, None, self._clock())
+        row = await self.profiles.write(who, ident, kept)
+        return {"profile": self._profile(row, who), "report": imported.report.as_json()}
+
+    async def export_profile_state(
+        self, who: Principal, ident: str, fmt: str = "storage-state"
+    ) -> tuple[bytes, str]:
+        """A profile's site data as a file, and its media type — values, so only for
+        those who may manage the profile.
+
+        Raises:
+            InvalidInput: an unknown ``format``. NotFound, Forbidden: the gate.
+        """
+        form = _interop_format(fmt)
+        loaded = await self.profiles.load(who, ident, "capture")
+        return _exported(loaded.site_data, form)
+
+    # -- a session's state: preview and storage state (SPEC §9, §15) ------------------------
+
+    async def state_preview(self, who: Principal, key: str) -> dict[str, Any]:
+        """What the session holds now, for choosing what a profile keeps (SPEC §9): per
+        domain, cookie names, expiry, flags and the heuristic's ``selected``, and the
+        server's ``now`` — never a value. Read from the live browser (``source:
+        browser``), else from the saved snapshot (``source: snapshot``).
+
+        Raises:
+            NotFound: no such session.
+        """
+        record = await self._require(who, key)
+        live = await self._live(record)
+        if live is not None:
+            cookies: Sequence[Cookie] = await read_cookies(live)
+            source = "browser"
+        else:
+            snapshot = await self._load_snapshot(who.tenant, key)
+            cookies, source = (snapshot.cookies if snapshot else ()), "snapshot"
+        return {"key": key, "source": source, **state_preview(cookies, self._clock())}
+
+    async def import_session_state(
+        self,
+        who: Principal,
+        key: str,
+        data: bytes,
+        fmt: str | None = None,
+        *,
+        strict: bool = False,
+    ) -> dict[str, Any]:
+        """Replace the session's snapshot with a storage state JSON or cookies.txt file
+        (SPEC §15); its next new browser restores it (``open_session(fresh=true)``).
+
+        Returns:
+            ``{key, report}``.
+
+        Raises:
+            InvalidInput: a broken file (the field named); nothing written.
+            NotFound: no such session.
+        """
+        form = _interop_format(fmt, optional=True)
+        imported = import_text(_utf8(data), form, self._clock(), strict=strict)
+
+        async def body() -> dict[str, Any]:
+            await self._require(who, key)
+            await self._put_snapshot(who.tenant, key, imported.site_data)
+            return {"key": key, "report": imported.report.as_json()}
+
+        return await self._seam(who, key, "import_storage_state", {"format": fmt}, body)
+
+    async def export_session_state(
+        self, who: Principal, key: str, fmt: str = "storage-state"
+    ) -> tuple[bytes, str]:
+        """The session's saved snapshot as a file, and its media type (SPEC §15).
+
+        Raises:
+            InvalidInput: an unknown ``format``. NotFound: no such session.
+        """
+        form = _interop_format(fmt)
+        return _exported(await self.saved_site_data(who, key), form)
+
+    async def saved_site_data(self, who: Principal, key: str) -> SiteData:
+        """The session's saved snapshot, values and all (empty when none) — for the
+        owner's exports only. Raises: NotFound."""
+        await self._require(who, key)
+        return await self._load_snapshot(who.tenant, key) or SiteData()
 
     # -- tokens, secrets, runs: the facades reach the stores only through these -----------
 
@@ -969,6 +1048,29 @@ class Service:
             InvalidInput: a tenant or subject outside ``[A-Za-z0-9-_.@]``, 1–128 chars.
         """
         return await self.auth.create(tenant, subject, role)
+
+    async def list_tokens(self, tenant: str | None = None) -> list[TokenInfo]:
+        """The tokens of ``tenant`` (every tenant's when None), oldest first: ids, whom
+        they stand for and when made — never a token (``sitekeep token list``, the Tokens
+        tab).
+
+        Raises:
+            StoreUnavailable: the token database cannot be reached.
+        """
+        return await self.auth.list(tenant)
+
+    async def revoke_token(self, id_: str, tenant: str | None = None) -> TokenInfo:
+        """Revoke a token by id (within ``tenant`` when given): it stops authenticating
+        and the admin UI sign-ins made with it end (``sitekeep token revoke``, the Tokens
+        tab).
+
+        Raises:
+            InvalidInput: a malformed id (field ``id``). NotFound: no such token.
+            StoreUnavailable: the token database cannot be reached.
+        """
+        info = await self.auth.revoke(id_, tenant)
+        await self.admin.end_sign_ins(info.id)
+        return info
 
     @staticmethod
     def require_admin(who: Principal, what: str) -> Principal:
@@ -1006,6 +1108,37 @@ class Service:
         self.require_admin(who, "managing secrets")
         if not await self.secrets.delete(who.tenant, name):
             raise NotFound("secret", name)
+
+    async def put_proxy(
+        self,
+        who: Principal,
+        name: str,
+        country: str,
+        url: str,
+        auth_secret: str | None = None,
+    ) -> dict[str, Any]:
+        """Create or replace a proxy of the caller's tenant (admin; SPEC §14).
+
+        Raises:
+            Forbidden: a member's token. InvalidInput: a bad field, named; nothing stored.
+        """
+        self.require_admin(who, "managing proxies")
+        return proxy_json(await self.proxies.put(who.tenant, name, country, url, auth_secret))
+
+    async def list_proxies(self, who: Principal) -> dict[str, Any]:
+        """``{proxies: [...], countries: [...]}`` of the caller's tenant."""
+        rows = await self.proxies.list(who.tenant)
+        countries = sorted({r.country for r in rows})
+        return {"proxies": [proxy_json(r) for r in rows], "countries": countries}
+
+    async def get_proxy(self, who: Principal, name: str) -> dict[str, Any]:
+        """One proxy. Raises: NotFound."""
+        return proxy_json(await self.proxies.get(who.tenant, name))
+
+    async def delete_proxy(self, who: Principal, name: str) -> None:
+        """Delete a proxy (admin). Raises: Forbidden, NotFound."""
+        self.require_admin(who, "managing proxies")
+        await self.proxies.delete(who.tenant, name)
 
     async def runs(
         self, who: Principal | None, *, open_only: bool = True, limit: int = 100
@@ -1051,7 +1184,27 @@ class Service:
                 continue
             if reason is not None:
                 counts[reason] = counts.get(reason, 0) + 1
+        removed = await self._reap_journals()
+        if removed:
+            log.info("reaper: removed the journals of %d expired sessions", removed)
         return counts
+
+    async def _reap_journals(self) -> int:
+        """Remove the journals of sessions that expired (or never came to be): a journal
+        lives exactly as long as its session's record (SPEC §8). A session in use is left
+        alone."""
+        removed = 0
+        for jkey in await self.journal.backend.keys():
+            try:
+                async with self._held(jkey.tenant, jkey.key, wait=0):
+                    if await self._load(jkey.tenant, jkey.key) is None:
+                        await self._remove_journal(jkey.tenant, jkey.key)
+                        removed += 1
+            except SessionBusy:
+                continue
+            except StoreUnavailable as exc:
+                log.warning("the reaper skipped a journal: %s", exc.message)
+        return removed
 
     async def run_reaper(self) -> None:
         """Reap every ``reap_interval`` seconds until cancelled (each ``sitekeep serve``
@@ -1076,45 +1229,32 @@ class Service:
         owned = record is not None and reaping.owns(record, run)
         if owned and record is not None:
             await self._put(replace(record, browser=None))
-        await self._ledger(self.stores.runs.close_run(run.id, at=self._clock(), reason=reason))
+        await self.seam.ledger(self.stores.runs.close_run(run.id, at=self._clock(), reason=reason))
         return reason
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+def _utf8(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("the file is not UTF-8 text", field="body") from exc
 
 
-def _well_formed(result: dict[str, Any]) -> dict[str, Any]:
-    """``result`` with each lone UTF-16 surrogate in its strings (a page's title, a storage
-    key, a value in the owner's view) replaced by U+FFFD, so every facade can encode it as
-    UTF-8. Results show state; the snapshot keeps it exactly (``model.json_bytes``)."""
-    cleaned: dict[str, Any] = _scrub(result)
-    return cleaned
+def _interop_format(fmt: str | None, *, optional: bool = False) -> Format | None:
+    if fmt is None and optional:
+        return None
+    for form in FORMATS:
+        if fmt == form:
+            return form
+    raise InvalidInput(f"format must be {' or '.join(FORMATS)}", field="format")
 
 
-def _scrub(value: Any) -> Any:
-    if isinstance(value, str):
-        return value if value.isascii() else _LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {_scrub(k): _scrub(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_scrub(v) for v in value]
-    return value
+_MEDIA = {"storage-state": "application/json", "cookies-txt": "text/plain; charset=utf-8"}
 
 
-def _landing(page: PageInfo, withheld: bool) -> dict[str, Any]:
-    """``{url, title}`` of where a call landed, or the title alone with ``url_withheld``."""
-    if withheld:
-        return {"url_withheld": True, "title": page.title}
-    return {"url": page.url, "title": page.title}
-
-
-def _appears_in(value: str, url: str) -> bool:
-    """Whether a secret value stands in a URL, as typed or URL-encoded (a GET form puts
-    field values in the query string, RFC 3986 / HTML §form submission)."""
-    if not value:
-        return False
-    forms = {value, quote(value, safe=""), quote_plus(value), quote(value)}
-    return any(form in url for form in forms) or value in unquote_plus(url)
+def _exported(site_data: SiteData, fmt: Format | None) -> tuple[bytes, str]:
+    form: Format = fmt or "storage-state"
+    return export_site_data(site_data, form).data, _MEDIA[form]
 
 
 def _run_json(run: Run) -> dict[str, Any]:
@@ -1129,16 +1269,3 @@ def _run_json(run: Run) -> dict[str, Any]:
         "closed_at": run.closed_at,
         "closed_reason": run.closed_reason,
     }
-
-
-def _redacted(op: str, args: Any) -> dict[str, Any]:
-    """An operation's arguments fit for a log or the journal: no typed text, no URL
-    query or fragment (they may carry codes and tokens)."""
-    if args is None:
-        return {}
-    raw = args.model_dump() if hasattr(args, "model_dump") else dict(args)
-    if "text" in raw and op == "type":
-        raw["text"] = f"<{len(raw['text'])} characters>"
-    if isinstance(raw.get("url"), str):
-        raw["url"] = hist.trim_url(raw["url"])
-    return raw

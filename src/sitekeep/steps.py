@@ -88,7 +88,9 @@ class ClickArgs(_Target):
 
 class TypeArgs(_Target):
     text: str = Field(
-        description="What to type; it replaces what the field holds.", max_length=MAX_TEXT
+        max_length=MAX_TEXT,
+        description="What to type; it replaces what the field holds. At most as many "
+        "characters as a secret value holds: what types within the call's bound.",
     )
     submit: bool = Field(default=False, description="Press Enter after typing.")
 

@@ -7,6 +7,7 @@ writes — no browser here; ``tests/e2e/test_admin_sessions.py`` makes them with
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +60,7 @@ ROUTES = [
     ("DELETE", "/admin/sessions/s1/site-data"),
     ("GET", "/admin/sessions/s1/site-data/app.example.test"),
     ("DELETE", "/admin/sessions/s1/site-data/app.example.test"),
+    ("GET", "/admin/sessions/s1/journal"),
 ]
 
 
@@ -264,3 +266,48 @@ async def test_the_gate_is_the_services_own(admin: Admin) -> None:
         await admin.service.admin.clear_site_data(member, "s1")
     assert type(raised.value).__name__ == "Forbidden"
     assert (await admin.state())[1] == SNAPSHOT
+
+
+# -- tokens -------------------------------------------------------------------------------
+
+
+async def test_tokens_list_by_id_never_the_token_and_a_revoke_ends_it(admin: Admin) -> None:
+    listed = (await admin.call("GET", "/admin/tokens"))["tokens"]
+    bearer = admin.headers["member"]["Authorization"].removeprefix("Bearer ")
+    member_id = hashlib.sha256(bearer.encode()).hexdigest()[:16]
+    by_id = {t["id"]: t for t in listed}
+    assert {(t["subject"], t["role"]) for t in listed} == {("boss", "admin"), ("agent", "member")}
+    assert all(t["tenant"] == WHO.tenant for t in listed)
+    assert by_id[member_id]["subject"] == "agent" and set(by_id[member_id]) == {
+        "id",
+        "tenant",
+        "subject",
+        "role",
+        "created_at",
+    }
+    everything = str(listed)
+    for token in (h["Authorization"].removeprefix("Bearer ") for h in admin.headers.values()):
+        assert (
+            token not in everything and hashlib.sha256(token.encode()).hexdigest() not in everything
+        )
+    await admin.call("GET", "/v1/sessions/s1", as_="member", status=200)
+
+    revoked = await admin.call("DELETE", f"/admin/tokens/{member_id}")
+    assert revoked["revoked"]["id"] == member_id
+    await admin.call("GET", "/v1/sessions/s1", as_="member", status=401)
+    await admin.call("DELETE", f"/admin/tokens/{member_id}", status=404)
+    left = {t["id"] for t in (await admin.call("GET", "/admin/tokens"))["tokens"]}
+    assert left == set(by_id) - {member_id}
+
+
+async def test_tokens_are_the_tenants_own_and_admins_only(admin: Admin) -> None:
+    boss = admin.headers["admin"]["Authorization"].removeprefix("Bearer ")
+    boss_id = hashlib.sha256(boss.encode()).hexdigest()[:16]
+    listed = (await admin.call("GET", "/admin/tokens", as_="intruder"))["tokens"]
+    assert [t["subject"] for t in listed] == ["intruder"]
+    await admin.call("DELETE", f"/admin/tokens/{boss_id}", as_="intruder", status=404)
+    await admin.call("GET", "/admin/tokens", as_="member", status=403)
+    await admin.call("DELETE", f"/admin/tokens/{boss_id}", as_="member", status=403)
+    bad = await admin.call("DELETE", "/admin/tokens/NOT-AN-ID", status=400)
+    assert bad["error"]["field"] == "id"
+    await admin.call("GET", "/admin/tokens", status=200)  # nothing of it changed

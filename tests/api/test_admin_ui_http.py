@@ -69,7 +69,7 @@ async def ui(make_api: ApiFactory) -> AsyncIterator[Ui]:
     await http.aclose()
 
 
-PAGES = ["/admin", "/admin/ui/sessions/s1", "/admin/ui/secrets"]
+PAGES = ["/admin", "/admin/ui/sessions/s1", "/admin/ui/secrets", "/admin/ui/tokens"]
 PARTIALS = [
     "/admin/ui/sessions/s1/panes/history",
     "/admin/ui/sessions/s1/panes/site-data",
@@ -285,3 +285,24 @@ def test_templates_hold_no_inline_script_style_or_outside_url() -> None:
         assert not re.search(r"<script(?![^>]*\bsrc=)", text), template.name
         assert not re.search(r"\sstyle=|<style|\son[a-z]+=|hx-on|javascript:", text), template.name
         assert not re.search(r"(src|href)=\"(https?:)?//", text), template.name
+
+
+async def test_revoking_a_token_ends_the_sign_ins_made_with_it(ui: Ui) -> None:
+    second = await ui.service.create_token(WHO.tenant, "deputy", "admin")
+    other_ui = httpx.AsyncClient(transport=ui.http._transport, base_url=OWN)
+    await other_ui.post("/admin/sign-in", data={"token": second})
+    assert (await other_ui.get("/admin")).status_code == 200
+    await ui.sign_in()
+    page = await ui.http.get("/admin/ui/tokens")
+    ids = re.findall(r'data-token="([0-9a-f]{16})"', page.text)
+    assert len(ids) == 4 and second not in page.text and ui.admin not in page.text
+    deputy = hashlib.sha256(second.encode()).hexdigest()[:16]
+    reply = await ui.http.post(
+        f"/admin/ui/tokens/{deputy}/revoke", data={"csrf": ui.csrf}, headers={"Origin": OWN}
+    )
+    assert reply.status_code == 303
+    assert (await other_ui.get("/admin")).status_code == 303  # its sign-in ended
+    assert (await ui.http.get("/admin")).status_code == 200  # this one did not
+    bearer = {"Authorization": f"Bearer {second}"}
+    assert (await ui.http.get("/admin/sessions", headers=bearer)).status_code == 401
+    await other_ui.aclose()

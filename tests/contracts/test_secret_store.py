@@ -278,3 +278,19 @@ async def test_the_store_returns_rows_exactly_as_put_and_replaces_them_whole(
     assert await rows.delete("t1", "b") is True
     assert await rows.get("t1", "b") is None
     assert await rows.get("t2", "b") is not None
+
+
+async def test_every_lists_all_tenants_and_swap_sealed_replaces_only_what_it_was_given(
+    database: Database,
+) -> None:
+    rows = SqlSecretStore(database)
+    mine = SecretRow("t1", "a", "", ("x.example.test",), ("k",), b"old", 1.0)
+    await rows.put(SecretRow("t2", "b", "", ("y.example.test",), ("k",), b"t2", 1.0))
+    await rows.put(mine)
+    assert [(r.tenant, r.name) for r in await rows.every()] == [("t1", "a"), ("t2", "b")]
+    assert await rows.swap_sealed("t1", "a", b"not it", b"new") is False
+    assert await rows.get("t1", "a") == mine
+    assert await rows.swap_sealed("t1", "a", b"old", b"new") is True
+    assert (await rows.get("t1", "a")) == SecretRow(
+        "t1", "a", "", ("x.example.test",), ("k",), b"new", 1.0
+    )

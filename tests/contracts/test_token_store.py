@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from sitekeep.auth import Authenticator, hash_token
-from sitekeep.errors import InvalidInput, Unauthorized
+from sitekeep.errors import InvalidInput, NotFound, Unauthorized
 from sitekeep.model import Principal
 from sitekeep.stores import schema
 from sitekeep.stores.base import TokenRow
@@ -96,3 +96,48 @@ async def test_a_resolved_token_is_remembered_so_reads_skip_the_database(
         conn.execute(sa.delete(schema.tokens))
     assert await auth.resolve(token) == Principal("t1", "agent", "member")  # cached
     assert await Authenticator(store).resolve(token) is None  # a new replica asks the store
+
+
+async def test_tokens_are_listed_by_tenant_and_deleted_by_hash(database: Database) -> None:
+    store = SqlTokenStore(database)
+    rows = [
+        TokenRow("ab" * 32, "t1", "agent", "member", 2.0),
+        TokenRow("cd" * 32, "t2", "other", "admin", 1.0),
+        TokenRow("ef" * 32, "t1", "boss", "admin", 3.0),
+    ]
+    for row in rows:
+        await store.add(row)
+    assert await store.list("t1") == [rows[0], rows[2]]
+    assert await store.list(None) == [rows[1], rows[0], rows[2]]
+    assert await store.delete("ab" * 32) is True
+    assert await store.delete("ab" * 32) is False
+    assert await store.list("t1") == [rows[2]]
+
+
+async def test_a_list_shows_ids_never_tokens_and_a_revoked_token_stops_at_once(
+    auth: Authenticator,
+) -> None:
+    token = await auth.create("t1", "agent", "member")
+    other = await auth.create("t2", "agent", "member")
+    assert await auth.resolve(token) is not None  # remembered in this process
+    [info] = await auth.list("t1")
+    assert info.id == hash_token(token)[:16] and info.subject == "agent"
+    assert token not in repr(await auth.list()) and hash_token(token) not in repr(info)
+    with pytest.raises(NotFound):  # another tenant's token is not found from t1
+        await auth.revoke(hash_token(other)[:16], "t1")
+    assert (await auth.revoke(info.id, "t1")) == info
+    assert await auth.resolve(token) is None
+    with pytest.raises(Unauthorized):
+        await auth.principal(f"Bearer {token}")
+    assert await auth.resolve(other) is not None
+    with pytest.raises(NotFound):
+        await auth.revoke(info.id)
+
+
+@pytest.mark.parametrize("bad", ["", "ABCDEF0123456789", "0123", "g" * 16, "0" * 64])
+async def test_a_malformed_token_id_is_invalid_input_naming_id(
+    auth: Authenticator, bad: str
+) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        await auth.revoke(bad)
+    assert caught.value.field == "id"

@@ -15,6 +15,7 @@ from sitekeep.browser.manager import BrowserManager
 from sitekeep.browser.proxy import ProxySettings
 from sitekeep.config import Settings
 from sitekeep.errors import SitekeepError
+from support import WHO, Api, ApiFactory
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -156,3 +157,39 @@ async def test_a_pac_script_refuses_a_host_and_routes_the_rest_through_the_proxy
     assert (await _title(live, echo.url(host, "/"))).startswith(f"VIA {VIA}")
     assert await _title_or_error(live, echo.url(refused, "/")) == "NavigationFailed"
     assert all(h != f"{refused}:{echo.port}" for h, _ in echo.seen)
+
+
+async def test_a_session_opened_for_a_country_runs_through_that_countrys_proxy(
+    make_api: ApiFactory, proxy_server: ProxyServer, echo: Echo, log_lines: list[str]
+) -> None:
+    """The pool (SPEC §14): ``open_session(country=…)`` picks the tenant's proxy of that
+    country, its credentials from a secret, answered over BiDi; another country's proxy
+    (a dead port) is never used, and the password is in no log line or result."""
+    api: Api = await make_api()
+    admin = await api.service.create_token(WHO.tenant, "boss", "admin")
+    await api.service.secrets.put(
+        WHO.tenant, "proxy-login", "", ["127.0.0.1"], {"username": USER, "password": PASSWORD}
+    )
+    headers = {"Authorization": f"Bearer {admin}"}
+    pool = {
+        "berlin": {"country": "de", "url": proxy_server.url, "auth_secret": "proxy-login"},
+        "paris": {"country": "fr", "url": "http://127.0.0.1:9", "auth_secret": "proxy-login"},
+    }
+    for name, body in pool.items():
+        reply = await api.http.put(f"/v1/proxies/{name}", json=body, headers=headers)
+        assert reply.status_code == 200, reply.text
+
+    opened = await api.open(key="geo", country="DE")
+    assert opened["proxy"] == {"name": "berlin", "country": "de"}
+    browser = (await api.browser("geo")).ref.kind
+    host = f"pool-{browser}.example.test"
+    page = await api.go("geo", echo.url(host, "/"))
+    assert page["title"].startswith(f"VIA {VIA}")
+    assert f"{host}:{echo.port}" in proxy_server.log_text()
+    record = await api.service.record(WHO, "geo")
+    assert (record.country, record.proxy) == ("de", "berlin")
+
+    lines = "\n".join(log_lines)
+    assert lines, "nothing was logged: the check below would prove nothing"
+    assert PASSWORD not in lines and PASSWORD[-6:] not in lines
+    assert PASSWORD not in str(opened) and PASSWORD not in str(page)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.sites import FORM_PASSWORD, FORM_USER, Sites
+from sitekeep.masking import MASK
 from support import WHO, Api
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -38,12 +39,13 @@ async def test_the_agent_signs_in_with_a_secret_and_comes_back_signed_in(
         )
         assert typed["typed"] == {"secret": "form-login", "field": field}
     landed = await api.call("POST", "/v1/sessions/a/click", {"ref": refs["Sign in"]})
-    assert landed["title"] == f"Form — welcome {FORM_USER}"
+    # The username was typed from the secret too: its value is masked in every result.
+    assert landed["title"] == f"Form — welcome {MASK}"
     await api.save("a")
     await api.close("a")
     await api.open(key="a", url=sites.url("form.example.test", "/"))
     text = await api.call("POST", "/v1/sessions/a/read", {})
-    assert f"signed in as {FORM_USER}" in text["text"]
+    assert f"signed in as {MASK}" in text["text"] and FORM_USER not in text["text"]
     # The stores hold only ciphertext of the secret, and nothing of it elsewhere.
     stored = b"".join(
         value
@@ -81,7 +83,7 @@ async def test_a_get_form_url_holding_the_password_is_withheld_and_not_recorded(
         )
     landed = await api.call("POST", "/v1/sessions/g/click", {"selector": "button"})
     assert landed["url_withheld"] is True and "url" not in landed
-    assert landed["title"] == f"Form — welcome {FORM_USER}"
+    assert landed["title"] == f"Form — welcome {MASK}"
     current = await api.call("GET", "/v1/sessions/g")
     assert current["url_withheld"] is True and "url" not in current
     record = await api.service.record(WHO, "g")
@@ -93,7 +95,7 @@ async def test_a_get_form_url_holding_the_password_is_withheld_and_not_recorded(
     )
     assert flow["steps"][0]["url_withheld"] is True
     assert flow["url"] == sites.url("form.example.test", "/")
-    assert flow["title"] == f"Form — signed in as {FORM_USER} (plan free)"
+    assert flow["title"] == f"Form — signed in as {MASK} (plan free)"
 
 
 async def test_an_unknown_secret_or_field_is_named_without_a_value(api: Api, sites: Sites) -> None:
@@ -109,3 +111,19 @@ async def test_an_unknown_secret_or_field_is_named_without_a_value(api: Api, sit
     )
     assert wrong.status_code == 400 and wrong.json()["error"]["field"] == "field"
     assert "username" in wrong.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("browser", ["chromium"])
+async def test_a_secret_typed_with_submit_signs_in_and_only_its_value_is_masked(
+    api: Api, sites: Sites
+) -> None:
+    await store_login(api, ["form.example.test"])
+    await api.open(key="s", url=sites.url("form.example.test", "/login"))
+    await api.call("POST", "/v1/sessions/s/type", {"selector": "#user", "text": FORM_USER})
+    landed = await api.call(
+        "POST",
+        "/v1/sessions/s/type-secret",
+        {"selector": "#pass", "secret": "form-login", "field": "password", "submit": True},
+    )
+    # The username was typed as plain text: only the password is a typed secret value.
+    assert landed["title"] == f"Form — welcome {FORM_USER}"

@@ -17,6 +17,7 @@ from mcp.types import CallToolResult, ImageContent, TextContent
 from fixtures.sites import FORM_PASSWORD, FORM_USER, Sites
 from sitekeep.config import Settings
 from sitekeep.mcp import build_server
+from sitekeep.model import Principal
 from sitekeep.service import Service
 from support import WHO, call_tool
 
@@ -79,6 +80,7 @@ async def test_tools_are_listed_with_honest_annotations(client: Client) -> None:
         "save_site_data",
         "close_session",
         "run_flow",
+        "list_profiles",
     }
     hints = {name: tool.annotations for name, tool in tools.items()}
     for name in ("snapshot", "read", "screenshot"):
@@ -98,7 +100,13 @@ async def test_tools_are_listed_with_honest_annotations(client: Client) -> None:
         hint = hints[name]
         assert hint is not None and hint.read_only_hint is False and hint.open_world_hint, name
     for name, tool in tools.items():
-        assert "key" in tool.input_schema["properties"], name
+        if name != "list_profiles":  # about the workspace, not a session
+            assert "key" in tool.input_schema["properties"], name
+    listing = hints["list_profiles"]
+    assert listing is not None and listing.read_only_hint is True
+    for name in ("profile", "country"):
+        assert name in tools["open_session"].input_schema["properties"], name
+    assert "profile" in tools["save_site_data"].input_schema["properties"]
     assert "right after signing in" in (tools["save_site_data"].description or "")
     assert "stale" in (tools["snapshot"].description or "")
     assert "without you ever seeing" in (tools["type_secret"].description or "")
@@ -197,3 +205,31 @@ async def test_resources_read_back_json_with_http_only_values_hidden(
 
     with pytest.raises(MCPError, match="not_found"):
         await client.read_resource("sitekeep://sessions/nobody/current")
+
+    listed = {r.uri: r for r in (await client.list_resources()).resources}
+    assert set(listed) == {
+        "sitekeep://sessions/r/current",
+        "sitekeep://sessions/r/site-data",
+        hosts["form.example.test"]["uri"],
+    }
+    assert all(r.mime_type == "application/json" for r in listed.values())
+
+
+async def test_profiles_through_mcp_are_gated_and_an_unknown_country_names_the_field(
+    client: Client, service: Service
+) -> None:
+    mine = await service.profiles.create(WHO, "mine")
+    theirs = await service.profiles.create(Principal(WHO.tenant, "someone-else"), "theirs")
+    listed = await call(client, "list_profiles")
+    assert [p["id"] for p in listed["profiles"]] == [mine.id]
+    assert "sealed" not in json.dumps(listed)
+    hidden = await client.call_tool("open_session", {"key": "p", "profile": theirs.id})
+    assert error_of(hidden) == {
+        "type": "not_found",
+        "message": f"no profile named {theirs.id!r}",
+    }
+    far = await client.call_tool("open_session", {"key": "p", "country": "jp"})
+    assert error_of(far)["field"] == "country"
+    hidden_save = await client.call_tool("save_site_data", {"key": "p", "profile": theirs.id})
+    assert error_of(hidden_save)["message"] == f"no profile named {theirs.id!r}"
+    assert await service.stores.runs.open_runs() == []

@@ -8,6 +8,7 @@ Assertions are on the DOM, through roles and names; each test leaves a screensho
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -583,3 +584,34 @@ def test_secrets_are_created_listed_and_deleted_with_values_write_only(
     page.get_by_role("dialog", name="Delete ui-login").get_by_role("button", name="Delete").click()
     expect(page.get_by_role("status").filter(has_text="Deleted ui-login.")).to_be_visible()
     expect(page.get_by_role("row").filter(has_text="ui-login")).to_have_count(0)
+
+
+# -- tokens -------------------------------------------------------------------------------
+
+
+def test_tokens_list_by_id_and_revoking_ends_that_tokens_sign_in(
+    page: Page, chrome: Browser, live: Live
+) -> None:
+    deputy = _token(live.server, "t1", "deputy", "--admin")
+    deputy_id = hashlib.sha256(deputy.encode()).hexdigest()[:16]
+    other = chrome.new_context(base_url=live.url)
+    elsewhere = other.new_page()
+    sign_in(elsewhere, deputy)
+
+    sign_in(page, live.admin)
+    page.get_by_role("link", name="Tokens").click()
+    expect(page.get_by_role("heading", name="Tokens", exact=True)).to_be_visible()
+    row = page.get_by_role("row").filter(has_text=deputy_id)
+    expect(row).to_contain_text("deputy")
+    expect(page.get_by_role("row").filter(has_text="intruder")).to_have_count(0)  # t2's
+    assert deputy not in page.content() and live.admin not in page.content()
+
+    row.get_by_role("button", name=f"Revoke {deputy_id}").click()
+    dialog = page.get_by_role("dialog", name=f"Revoke {deputy_id}")
+    dialog.get_by_role("button", name="Revoke").click()
+    expect(page.get_by_role("status").filter(has_text=f"Revoked {deputy_id}.")).to_be_visible()
+    expect(page.get_by_role("row").filter(has_text=deputy_id)).to_have_count(0)
+
+    elsewhere.goto("/admin")  # the deputy's sign-in ended with its token
+    expect(elsewhere).to_have_url(re.compile("/admin/sign-in$"))
+    other.close()

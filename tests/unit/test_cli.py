@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from sitekeep.cli import app
 from sitekeep.config import Settings
+from sitekeep.model import RECORD_JSON, SessionRecord
 from support import on_service
 
 
@@ -76,3 +77,40 @@ def test_stop_with_nothing_running_says_so(env: Path) -> None:
     result = CliRunner().invoke(app, ["stop"])
     assert result.exit_code == 0, result.output
     assert "no session browser was running" in result.output
+
+
+def test_secret_set_without_a_host_names_the_flag(env: Path) -> None:
+    done = CliRunner().invoke(
+        app, ["secret", "set", "login", "--tenant", "t1"], input="password=dummy-pw\n"
+    )
+    assert done.exit_code == 2
+    assert done.output.startswith("error: --host: hosts must be a list")
+
+
+def test_token_list_shows_ids_and_revoke_ends_a_token(env: Path) -> None:
+    runner = CliRunner()
+    token = runner.invoke(app, ["token", "create", "--tenant", "t1", "--subject", "me"]).output
+    listed = runner.invoke(app, ["token", "list", "--tenant", "t1"], env={"COLUMNS": "200"})
+    assert listed.exit_code == 0 and token.strip() not in listed.output
+    (row,) = [line for line in listed.output.splitlines() if " me " in line]
+    token_id = row.split("│")[1].strip()
+    revoked = runner.invoke(app, ["token", "revoke", token_id])
+    assert revoked.exit_code == 0 and f"revoked {token_id}" in revoked.output
+    settings = Settings(data_dir=env)
+    assert on_service(settings, lambda svc: svc.auth.resolve(token.strip())) is None
+    again = runner.invoke(app, ["token", "revoke", token_id])
+    assert again.exit_code == 2 and again.output.startswith("error:")
+
+
+def test_sessions_list_shows_the_tenants_sessions(env: Path) -> None:
+    record = SessionRecord("t1", "demo", "agent", "chromium", created_at=1.0, last_used_at=2.0)
+    settings = Settings(data_dir=env)
+    on_service(
+        settings,
+        lambda svc: svc.stores.sessions.set("session/t1/demo", RECORD_JSON.dump_json(record)),
+    )
+    shown = CliRunner().invoke(app, ["sessions", "list", "--tenant", "t1"], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    assert "demo" in shown.output and "agent" in shown.output
+    other = CliRunner().invoke(app, ["sessions", "list", "--tenant", "t2"])
+    assert other.output.strip() == "no sessions in tenant t2"

@@ -100,8 +100,8 @@ def test_a_value_can_never_be_passed_as_an_argument(data_dir: Path) -> None:
         (HOSTS, f'{{"password": "{PASS}"', "stdin is not valid JSON"),
         (HOSTS, f'{{"password": 1234, "x": "{PASS}"}}', "values.password must be"),
         (HOSTS, f'{{"pass word": "{PASS}"}}', "values: key names are"),
-        ([], f"password={PASS}\n", "hosts must be a list of 1–32"),
-        (["--host", "https://app.example.test"], f"password={PASS}\n", "hosts[0] must be"),
+        ([], f"password={PASS}\n", "--host: hosts must be a list of 1–32"),
+        (["--host", "https://app.example.test"], f"password={PASS}\n", "--host: hosts[0] must be"),
     ],
 )
 def test_bad_input_prints_one_line_without_the_value_and_exits_2(
@@ -118,7 +118,7 @@ def test_a_bad_name_is_refused(data_dir: Path) -> None:
     code, _, err = run("set", "-x", "--tenant", "t1", *HOSTS, stdin="a=b\n")
     assert code == 2  # "-x" reads as an unknown option: typer refuses it
     code, _, err = run("set", "a/b", "--tenant", "t1", *HOSTS, stdin="a=b\n")
-    assert code == 2 and err.startswith("error: name must be")
+    assert code == 2 and err.startswith("error: NAME: name must be")
 
 
 @pytest.mark.parametrize(

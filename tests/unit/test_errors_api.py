@@ -45,6 +45,8 @@ from sitekeep.errors import (
     StaleRef,
     StoreUnavailable,
     Unauthorized,
+    Unreachable,
+    error_from_json,
 )
 
 # One instance of every public error, and the status SPEC §5 / errors.py give it.
@@ -69,10 +71,12 @@ CASES: dict[str, tuple[SitekeepError, int]] = {
     "JournalUnavailable": (JournalUnavailable("no space left for the journal", errno=28), 503),
     "RecordTooLarge": (RecordTooLarge(size=17_000_000, cap=16_777_216), 503),
     "JournalConflict": (JournalConflict(expected="a" * 32, head="b" * 32), 409),
+    "Unreachable": (Unreachable("the server at http://127.0.0.1:1 cannot be reached"), 503),
     "BodyTooLarge": (BodyTooLarge(cap=1_048_576), 413),
     "OwnAddress": (OwnAddress(), 403),
     "MethodNotAllowed": (MethodNotAllowed("PUT", "/v1/sessions/k", ("DELETE", "GET")), 405),
 }
+FUNCTIONS = {"error_json", "error_from_json"}
 
 
 class Body(BaseModel):
@@ -122,12 +126,12 @@ def test_all_exports_exactly_the_public_error_tree() -> None:
         for name, value in vars(errors_module).items()
         if isinstance(value, type) and issubclass(value, Exception) and not name.startswith("_")
     }
-    assert set(errors_module.__all__) - {"error_json"} == public
+    assert set(errors_module.__all__) - FUNCTIONS == public
     assert all(issubclass(getattr(errors_module, n), SitekeepError) for n in public)
 
 
 def test_every_public_error_subclass_has_a_status_case() -> None:
-    subclasses = {n for n in errors_module.__all__ if n not in ("SitekeepError", "error_json")}
+    subclasses = {n for n in errors_module.__all__ if n not in {"SitekeepError", *FUNCTIONS}}
     assert subclasses == set(CASES)
 
 
@@ -191,3 +195,20 @@ def test_a_missing_body_field_is_400_naming_it(client: TestClient) -> None:
     reply = client.post("/body", json={"count": 1})
     assert reply.status_code == 400
     assert reply.json()["error"]["field"] == "url"
+
+
+@pytest.mark.parametrize(("name", "case"), CASES.items(), ids=list(CASES))
+def test_each_error_body_rebuilds_the_same_class_with_its_fields(
+    client: TestClient, name: str, case: tuple[SitekeepError, int]
+) -> None:
+    error, _ = case
+    rebuilt = error_from_json(client.get(f"/raise/{name}").json()["error"])
+    assert type(rebuilt) is type(error)
+    assert rebuilt.message == error.message
+    for field in ("field", "code", "scope", "cap", "size", "ref", "secret", "host", "reason"):
+        assert getattr(rebuilt, field, None) == getattr(error, field, None), field
+
+
+def test_an_unknown_error_type_rebuilds_as_the_root() -> None:
+    rebuilt = error_from_json({"type": "from_a_newer_server", "message": "m"})
+    assert type(rebuilt) is SitekeepError and rebuilt.message == "m"

@@ -150,6 +150,15 @@ def test_urls_keep_origin_and_path_only(url: str, kept: str) -> None:
     assert redact.is_redacted_url(kept)
 
 
+def test_a_url_longer_than_a_record_field_is_cut_and_its_finish_is_still_written() -> None:
+    long = "https://a.example.test/" + "p" * 5000 + "?q=1"
+    kept = redact.url(long)
+    assert len(kept) == redact.MAX_URL and kept.endswith("…") and redact.is_redacted_url(kept)
+    started = records.begin("navigate", {"url": long}, parent=None, call=CALL)
+    done = records.finish(started, "ok", parent=started.id, pages=[long], page=long)
+    assert records.decode(records.encode(done)[:-1]) == done
+
+
 def test_typed_text_is_kept_as_its_length_and_secret_names_stay() -> None:
     typed = records.begin(
         "type", {"ref": "e2", "text": "hunter2-typed", "submit": True}, parent=None, call=CALL

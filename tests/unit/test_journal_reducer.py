@@ -132,11 +132,14 @@ def test_saved_forgotten_and_cleared_marks() -> None:
         saved.id,
         {"cookies": 4},
     )
+    chain.add(records.mark("forgotten", parent=chain.state.head, detail={"site": "a.test"}))
+    assert chain.state.last_save is not None  # one host forgotten: the rest stays saved
     chain.add(records.mark("forgotten", parent=chain.state.head, detail={"hosts": 1}))
     assert chain.state.last_save is None
+    chain.op("navigate", page="https://b.example.test/x")
     chain.add(records.mark("cleared", parent=chain.state.head))
-    assert chain.state.history == ()
-    assert chain.state.url == "https://a.example.test/"
+    assert [e.origin for e in chain.state.history] == ["https://b.example.test"]
+    assert chain.state.url == "https://b.example.test/x"
 
 
 def test_a_failed_operation_still_records_the_pages_it_reached() -> None:

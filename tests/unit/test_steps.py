@@ -6,7 +6,8 @@ import pytest
 
 from sitekeep.browser.page import KEYS, parse_keys
 from sitekeep.errors import InvalidInput
-from sitekeep.service import _appears_in, _redacted
+from sitekeep.journal import redact
+from sitekeep.seam import _appears_in
 from sitekeep.steps import ClickArgs, TypeArgs, parse_args, parse_steps
 
 
@@ -73,7 +74,7 @@ def test_a_url_without_the_value_is_not_withheld() -> None:
 
 
 def test_redacted_arguments_keep_no_typed_text_nor_query() -> None:
-    typed = _redacted("type", TypeArgs(selector="#q", text="dummy-typed"))
-    assert typed["text"] == "<11 characters>"
-    navigated = _redacted("navigate", {"url": "https://app.example.test/cb?code=dummy#t"})
+    typed = redact.args("type", TypeArgs(selector="#q", text="dummy-typed").model_dump())
+    assert typed["text"] == {"length": 11}
+    navigated = redact.args("navigate", {"url": "https://app.example.test/cb?code=dummy#t"})
     assert navigated["url"] == "https://app.example.test/cb"

@@ -14,13 +14,18 @@ Routes::
     DELETE /admin/sessions/{key}/site-data        Clear: {key, gone: [hosts]}
     GET    /admin/sessions/{key}/site-data/{site} one host in full, httpOnly values "•••"
     DELETE /admin/sessions/{key}/site-data/{site} Forget: {key, site, gone, hosts}
+    GET    /admin/sessions/{key}/journal?after=&limit=  {key, rows, next}: the timeline
+    GET    /admin/tokens                          {tokens: [{id, tenant, subject, role,
+                                                  created_at}]} — never a token
+    DELETE /admin/tokens/{id}                     revoke: {revoked: {id, …}}; its UI
+                                                  sign-ins end
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
 from sitekeep.api.app import Admin, Key, Site, Svc
 
@@ -77,3 +82,30 @@ async def admin_forget(key: Key, site: Site, who: AdminWho, svc: Svc) -> JSON:
     """Forget one host: its storage and its own cookies. The history and the live
     browser are untouched."""
     return await svc.admin.forget(who, key, site)
+
+
+@router.get("/tokens")
+async def admin_tokens(who: AdminWho, svc: Svc) -> JSON:
+    """The tenant's bearer tokens, oldest first: id (16 hex digits of the SHA-256),
+    tenant, subject, role and ``created_at`` — never the token."""
+    return {"tokens": [t.as_json() for t in await svc.admin.tokens(who)]}
+
+
+@router.delete("/tokens/{id_}")
+async def admin_revoke_token(id_: str, who: AdminWho, svc: Svc) -> JSON:
+    """Revoke one of the tenant's tokens: it stops authenticating, and the admin UI
+    sign-ins made with it end. 404 for another tenant's token or an unknown id."""
+    return {"revoked": (await svc.admin.revoke_token(who, id_)).as_json()}
+
+
+@router.get("/sessions/{key}/journal")
+async def admin_journal(
+    key: Key,
+    who: AdminWho,
+    svc: Svc,
+    after: Annotated[str | None, Query(max_length=64)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> JSON:
+    """The session's journal as a timeline (SPEC §8): operation, redacted arguments,
+    outcome, url and duration per row, oldest first; ``next`` pages on (None at the end)."""
+    return await svc.admin.journal(who, key, after=after, limit=limit)

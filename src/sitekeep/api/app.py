@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 import anyio
 from fastapi import Body, Depends, FastAPI, Path, Query, Request
+from fastapi.responses import PlainTextResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,6 +26,7 @@ from sitekeep.config import Settings
 from sitekeep.limits import MAX_KEY, MAX_NAME, MAX_SITE, MAX_STEPS, MAX_URL
 from sitekeep.mcp import build_server
 from sitekeep.mcp.http import mcp_route, principal_from_request
+from sitekeep.metrics import CONTENT_TYPE
 from sitekeep.model import Principal
 from sitekeep.service import Service
 from sitekeep.steps import OPERATIONS
@@ -155,11 +157,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.router.routes.append(mcp_route(mcp_server, lambda: app.state.service, host=settings.host))
     # Imported here, not at the top: sitekeep.api.secrets imports Who from this module.
     from sitekeep.api.admin import router as admin_router
+    from sitekeep.api.profiles import router as profiles_router
+    from sitekeep.api.profiles import sessions_router
+    from sitekeep.api.proxies import router as proxies_router
     from sitekeep.api.secrets import router as secrets_router
     from sitekeep.ui import install as install_admin_ui
 
     app.include_router(secrets_router)
     app.include_router(admin_router)
+    app.include_router(profiles_router)
+    app.include_router(sessions_router)
+    app.include_router(proxies_router)
     install_admin_ui(app)
     return app
 
@@ -168,6 +176,39 @@ def _routes(app: FastAPI) -> None:
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> JSON:
         return {"ok": True, "version": __version__}
+
+    @app.get("/", tags=["ops"])
+    async def root() -> JSON:
+        """The service's name and version, and where to go from here (no token needed)."""
+        return {
+            "name": "sitekeep",
+            "version": __version__,
+            "links": {
+                "openapi": "/openapi.json",
+                "docs": "/docs",
+                "health": "/healthz",
+                "metrics": "/metrics",
+                "sessions": "/v1/sessions",
+                "mcp": "/mcp",
+                "admin": "/admin",
+            },
+        }
+
+    @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
+    async def metrics(svc: Svc) -> Response:
+        """Prometheus text format (no token: it holds counts only, never a key or value)."""
+        return Response(await svc.metrics_text(), media_type=CONTENT_TYPE)
+
+    @app.get("/v1/sessions", tags=["sessions"])
+    async def list_sessions(who: Who, svc: Svc) -> JSON:
+        """The caller's tenant's sessions, most recently used first (no browser touched)."""
+        return {"sessions": await svc.sessions(who)}
+
+    @app.get("/v1/sessions/{key}/webdriver", tags=["sessions"])
+    async def webdriver(key: str, who: Who, svc: Svc) -> JSON:
+        """WebDriver URL, session id and BiDi URL of the session's live browser (admin or
+        the session's owner: it hands the signed-in browser over)."""
+        return await svc.webdriver(who, key)
 
     @app.post("/v1/sessions", tags=["sessions"])
     async def open_session(who: Who, svc: Svc, body: OpenBody | None = None) -> JSON:

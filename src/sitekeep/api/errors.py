@@ -32,6 +32,7 @@ from sitekeep.errors import (
     SitekeepError,
     StoreUnavailable,
     Unauthorized,
+    Unreachable,
     error_json,
 )
 
@@ -51,6 +52,7 @@ STATUS: dict[type[SitekeepError], int] = {
     NavigationFailed: 502,
     StoreUnavailable: 503,
     BrowserUnavailable: 503,
+    Unreachable: 503,
 }
 
 
@@ -60,6 +62,14 @@ def status_of(exc: SitekeepError) -> int:
         if cls in STATUS:
             return STATUS[cls]
     return 500
+
+
+def _count(request: Request, type_name: str) -> None:
+    """One more ``sitekeep_errors_total{type}`` (``sitekeep.metrics``)."""
+    service = getattr(request.app.state, "service", None)
+    metrics = getattr(service, "metrics", None)
+    if metrics is not None:
+        metrics.error(type_name)
 
 
 def error_response(exc: SitekeepError) -> JSONResponse:
@@ -74,8 +84,9 @@ def error_response(exc: SitekeepError) -> JSONResponse:
     return JSONResponse({"error": error_json(exc)}, status_code=status, headers=headers)
 
 
-async def _sitekeep_error(_: Request, exc: Exception) -> JSONResponse:
+async def _sitekeep_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, SitekeepError)
+    _count(request, exc.type_name)
     return error_response(exc)
 
 
@@ -106,8 +117,9 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(error)
 
 
-async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
+    _count(request, InvalidInput.type_name)
     first = exc.errors()[0] if exc.errors() else {}
     if first.get("type") == "json_invalid":
         where = first.get("ctx", {}).get("error", "")

@@ -50,7 +50,7 @@ from sitekeep.config import Settings
 from sitekeep.errors import BidiError, BrowserUnavailable
 from sitekeep.model import BrowserKind, BrowserRef
 
-__all__ = ["BrowserManager"]
+__all__ = ["BrowserManager", "wire"]
 
 log = logging.getLogger(__name__)
 
@@ -87,12 +87,7 @@ class BrowserManager:
             "firefox": set(),
         }
         self._pool_file = settings.data_dir / "warm" / f"{os.getpid()}.json"
-        self.own_address = ServerAddress.listening(
-            settings.host,
-            settings.port,
-            browser_args=settings.browser_args,
-            firefox_prefs=settings.firefox_prefs,
-        )
+        self.own_address = own_address(settings)
         """Where this server listens: every browser's requests there fail (SPEC §12)."""
 
     @property
@@ -240,61 +235,17 @@ class BrowserManager:
         install: bool,
         proxy: ProxySettings | None = None,
     ) -> LiveBrowser:
-        conn = await BidiConnection.connect(ref.ws_url, timeout=self._settings.bidi_timeout)
-        conn.watch(lambda: session_gone(ref.endpoint, ref.session_id))
-        same_site = SameSiteLog()
-        events: tuple[str, ...] = _TRACKED
-        if ref.kind == "chromium":  # it reports unspecified SameSite as none (browser.samesite)
-            conn.add_listener("network.responseCompleted", same_site.on_response_completed)
-            events = (*_TRACKED, "network.responseCompleted")
-        guard = OwnAddressGuard(self.own_address)
-        try:
-            await guard.install(conn)
-            if proxy is not None and proxy.has_credentials:
-                await ProxyAuth(proxy).install(conn)
-            for event, listener in (
-                ("script.message", tracker.on_message),
-                ("browsingContext.contextCreated", tracker.on_context_created),
-                ("browsingContext.navigationCommitted", tracker.on_navigation_committed),
-                ("browsingContext.contextDestroyed", tracker.on_context_destroyed),
-            ):
-                conn.add_listener(event, listener)
-            conn.on_close(tracker.lost)
-            await conn.subscribe(events)
-            if install:
-                await conn.send(
-                    "script.addPreloadScript",
-                    {
-                        "functionDeclaration": PRELOAD,
-                        "arguments": [{"type": "channel", "value": {"channel": CHANNEL}}],
-                    },
-                )
-            context = await self._main_context(conn, ref.context)
-        except BaseException:
-            await conn.close()
-            raise
-        live = LiveBrowser(
-            ref=replace(ref, context=context),
-            conn=conn,
-            tracker=tracker,
-            context=context,
+        live = await wire(
+            ref,
+            tracker,
+            install=install,
+            bidi_timeout=self._settings.bidi_timeout,
             navigation_timeout=self._settings.navigation_timeout,
-            same_site=same_site,
-            guard=guard,
+            proxy=proxy,
+            own=self.own_address,
         )
         self._live[ref.generation] = live
         return live
-
-    @staticmethod
-    async def _main_context(conn: BidiConnection, wanted: str) -> str:
-        tree = await conn.send("browsingContext.getTree", {"maxDepth": 0})
-        contexts = [str(c["context"]) for c in tree.get("contexts", [])]
-        if wanted in contexts:
-            return wanted
-        if contexts:
-            return contexts[0]
-        created = await conn.send("browsingContext.create", {"type": "tab"})
-        return str(created["context"])
 
     async def close(self, ref: BrowserRef) -> None:
         """End the browser's WebDriver session; a gone one is fine."""
@@ -423,3 +374,89 @@ def _pid_alive(name: str) -> bool:
     except PermissionError:
         return True
     return True
+
+
+async def wire(
+    ref: BrowserRef,
+    tracker: LeaveTracker,
+    *,
+    install: bool,
+    bidi_timeout: float,
+    navigation_timeout: float,
+    proxy: ProxySettings | None = None,
+    own: ServerAddress | None = None,
+) -> LiveBrowser:
+    """A :class:`LiveBrowser` on a new BiDi socket to ``ref.ws_url``: the leave tracker's
+    and (Chromium) the SameSite log's listeners subscribed, with ``install`` the preload
+    script that captures storage on leave, on the main tab (``ref.context`` if it is
+    still there, else the first top-level one, else a new tab). With ``own`` (where the
+    server listens), every request of the browser there fails (``browser.guard``); while
+    commands wait, the WebDriver endpoint is asked whether the browser is gone.
+
+    Raises:
+        BrowserUnavailable: the socket cannot be opened or a command fails.
+    """
+    conn = await BidiConnection.connect(ref.ws_url, timeout=bidi_timeout)
+    conn.watch(lambda: session_gone(ref.endpoint, ref.session_id))
+    guard = OwnAddressGuard(own) if own is not None else None
+    same_site = SameSiteLog()
+    events: tuple[str, ...] = _TRACKED
+    if ref.kind == "chromium":  # it reports unspecified SameSite as none (browser.samesite)
+        conn.add_listener("network.responseCompleted", same_site.on_response_completed)
+        events = (*_TRACKED, "network.responseCompleted")
+    try:
+        if guard is not None:
+            await guard.install(conn)
+        if proxy is not None and proxy.has_credentials:
+            await ProxyAuth(proxy).install(conn)
+        for event, listener in (
+            ("script.message", tracker.on_message),
+            ("browsingContext.contextCreated", tracker.on_context_created),
+            ("browsingContext.navigationCommitted", tracker.on_navigation_committed),
+            ("browsingContext.contextDestroyed", tracker.on_context_destroyed),
+        ):
+            conn.add_listener(event, listener)
+        conn.on_close(tracker.lost)
+        await conn.subscribe(events)
+        if install:
+            await conn.send(
+                "script.addPreloadScript",
+                {
+                    "functionDeclaration": PRELOAD,
+                    "arguments": [{"type": "channel", "value": {"channel": CHANNEL}}],
+                },
+            )
+        context = await _main_context(conn, ref.context)
+    except BaseException:
+        await conn.close()
+        raise
+    return LiveBrowser(
+        ref=replace(ref, context=context),
+        conn=conn,
+        tracker=tracker,
+        context=context,
+        navigation_timeout=navigation_timeout,
+        same_site=same_site,
+        guard=guard,
+    )
+
+
+async def _main_context(conn: BidiConnection, wanted: str) -> str:
+    tree = await conn.send("browsingContext.getTree", {"maxDepth": 0})
+    contexts = [str(c["context"]) for c in tree.get("contexts", [])]
+    if wanted in contexts:
+        return wanted
+    if contexts:
+        return contexts[0]
+    created = await conn.send("browsingContext.create", {"type": "tab"})
+    return str(created["context"])
+
+
+def own_address(settings: Settings) -> ServerAddress:
+    """Where the server of ``settings`` listens, as its browsers resolve names."""
+    return ServerAddress.listening(
+        settings.host,
+        settings.port,
+        browser_args=settings.browser_args,
+        firefox_prefs=settings.firefox_prefs,
+    )

@@ -1,5 +1,5 @@
-"""Page tools over WebDriver BiDi (SPEC §5): snapshot, click, type, press, select, read,
-screenshot, wait.
+"""Page tools over WebDriver BiDi (SPEC §5): snapshot, click, press, select, read,
+screenshot, wait (typing is :mod:`sitekeep.browser.keys`).
 
 Elements are found by a snapshot's short refs (``e1``…, each a BiDi ``sharedId``, valid
 while its document lives) or by a CSS selector (``browsingContext.locateNodes``). Pointer
@@ -32,7 +32,6 @@ __all__ = [
     "select",
     "snapshot",
     "text_present",
-    "type_text",
     "wait_for",
 ]
 
@@ -243,17 +242,6 @@ _PREPARE = """(el) => {
   return JSON.stringify({disabled: !!el.disabled, connected: el.isConnected});
 }"""
 
-_FOCUS = """(el) => {
-  el.scrollIntoView({block: 'center', inline: 'center'});
-  el.focus();
-  if (typeof el.select === 'function' && !['checkbox', 'radio'].includes(el.type)) el.select();
-  else if (el.isContentEditable) {
-    const range = document.createRange(); range.selectNodeContents(el);
-    const sel = getSelection(); sel.removeAllRanges(); sel.addRange(range);
-  }
-  return JSON.stringify(document.activeElement === el || el.contains(document.activeElement));
-}"""
-
 _SELECT = """(el, wanted) => {
   if (el.tagName !== 'SELECT') return JSON.stringify({error: 'not a select element'});
   const options = [...el.options];
@@ -291,19 +279,6 @@ async def click(browser: LiveBrowser, shared_id: str) -> None:
             ],
         },
     )
-
-
-async def type_text(browser: LiveBrowser, shared_id: str, text: str, *, submit: bool) -> None:
-    """Focus the element, select what it holds, and type ``text`` over it key by key;
-    ``submit`` presses Enter after. The text is never logged."""
-    await call_on(browser, shared_id, _FOCUS)
-    keys = [KEYS["Enter"] if ch == "\n" else ch for ch in text] or [KEYS["Delete"]]
-    if submit:
-        keys.append(KEYS["Enter"])
-    actions: list[dict[str, Any]] = []
-    for key in keys:
-        actions += [{"type": "keyDown", "value": key}, {"type": "keyUp", "value": key}]
-    await _perform(browser, {"type": "key", "id": "keyboard", "actions": actions})
 
 
 def parse_keys(keys: str) -> list[list[str]]:

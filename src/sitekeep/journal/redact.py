@@ -21,6 +21,9 @@ from urllib.parse import urlsplit
 
 __all__ = ["args", "detail", "error", "is_redacted_url", "text", "url"]
 
+MAX_URL: Final = 4000
+"""Longest URL kept, in characters (a record's URL field takes 4096); longer ones are cut
+and end in ``…``."""
 MAX_NAME: Final = 256
 """Longest name, selector or key list kept, in characters; longer ones are cut."""
 
@@ -28,7 +31,8 @@ MAX_NAME: Final = 256
 def url(value: str) -> str:
     """The URL as the journal keeps it: ``scheme://host[:port]/path`` for http(s), the
     exact ``about:blank``, and only ``scheme:`` for anything else (a ``data:`` or ``blob:``
-    URL carries content). Trimmed like ``history.trim_url``, and without user info."""
+    URL carries content). Trimmed like ``history.trim_url``, and without user info; cut at
+    :data:`MAX_URL` characters."""
     value = value.strip()
     if value == "about:blank":
         return value
@@ -44,7 +48,8 @@ def url(value: str) -> str:
     if port is not None:
         netloc += f":{port}"
     path = re.sub(r"\s", "", parts.path)
-    return f"{scheme}://{netloc}{path}"
+    kept = f"{scheme}://{netloc}{path}"
+    return kept if len(kept) <= MAX_URL else kept[: MAX_URL - 1] + "…"
 
 
 _REDACTED_URL: Final = re.compile(r"about:blank|[a-z0-9]+:|https?://[^/?#@\s]+(/[^?#\s]*)?")
@@ -128,6 +133,7 @@ _RULES: Final[dict[str, dict[str, _Rule]]] = {
     "wait_for": {"text": _text_arg, "selector": _name, "timeout": _name},
     "assert_text": {"text": _text_arg},
     "save_site_data": {"profile": _name, "full": _name},
+    "capture_profile": {"profile": _name, "cookies": _name},
     "run_flow": {"steps": _steps, "on_error": _name},
     "close_browser": {},
     "delete_session": {},

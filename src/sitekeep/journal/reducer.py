@@ -14,7 +14,9 @@ the state the live one held. What it keeps:
 - ``unsettled``: begins without their finish. While one is unsettled the refs are held
   but not usable (:meth:`SessionState.usable_refs`): the effects of the unfinished
   operation are unknown, and only a new snapshot after an inspection makes refs again;
-- ``last_save``: the last ``saved`` mark, cleared by ``forgotten``;
+- ``last_save``: the last ``saved`` mark, cleared by ``forgotten`` (of the whole
+  snapshot; one host forgotten, ``detail.site``, leaves the rest saved);
+- ``cleared`` (the admin's Clear of the history) keeps the top entry only;
 - ``typed_secrets``: (secret, field) names typed in this session, newest last.
 
 Premise: records arrive in branch order (each one's parent is the record before it);
@@ -253,9 +255,10 @@ class Reducer:
         elif record.mark == "saved":
             self.last_save = LastSave(record.id, record.at, dict(record.detail))
         elif record.mark == "forgotten":
-            self.last_save = None
+            if "site" not in record.detail:  # one host forgotten: the rest is still saved
+                self.last_save = None
         elif record.mark == "cleared":
-            self._history.clear()
+            del self._history[1:]  # SPEC §11 Clear: the top entry stays, a reopen goes there
         # restored: audit only
 
 

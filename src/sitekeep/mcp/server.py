@@ -20,7 +20,13 @@ from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.types import TextContent, ToolAnnotations
+from mcp.types import (
+    ListResourcesResult,
+    PaginatedRequestParams,
+    Resource,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, Field
 
 from sitekeep import __version__
@@ -117,6 +123,47 @@ def _guarded(
     return wrap
 
 
+class _Server(MCPServer):
+    """An ``MCPServer`` whose ``resources/list`` names what the caller can read now: each
+    of its tenant's sessions' current page and saved site data, and each saved host (the
+    resource templates alone name nothing a client can read)."""
+
+    def __init__(
+        self, service_of: ServiceOf, principal_of: PrincipalOf, *args: Any, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._service_of = service_of
+        self._principal_of = principal_of
+
+    async def _handle_list_resources(
+        self, ctx: Any, params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        context: Ctx = Context(request_context=ctx, mcp_server=self)
+        try:
+            found = await _readable(self._service_of(), self._principal_of(context))
+        except SitekeepError as exc:
+            raise _mcp_error(exc, resource=True) from exc
+        return ListResourcesResult(resources=[*await self.list_resources(), *found])
+
+
+async def _readable(service: Service, who: Principal) -> list[Resource]:
+    """The resources of each of ``who``'s tenant's sessions (URIs of ``_resources``)."""
+    found = []
+    for row in await service.sessions(who):
+        key = row["key"]
+        base = f"sitekeep://sessions/{key}"
+        found.append(_json_resource(f"{base}/current", f"{key}: current page"))
+        data = await service.site_data(who, key)
+        found.append(_json_resource(f"{base}/site-data", f"{key}: site data by host"))
+        for host in data["hosts"]:
+            found.append(_json_resource(host["uri"], f"{key}: {host['site']}"))
+    return found
+
+
+def _json_resource(uri: str, name: str) -> Resource:
+    return Resource(uri=uri, name=name, mime_type="application/json")
+
+
 def build_server(
     service_of: ServiceOf,
     principal_of: PrincipalOf,
@@ -132,7 +179,9 @@ def build_server(
         default_session: the session a call without ``key`` works in, unless the HTTP
             request names one in ``X-Sitekeep-Session``.
     """
-    server = MCPServer("sitekeep", instructions=INSTRUCTIONS, version=__version__)
+    server = _Server(
+        service_of, principal_of, "sitekeep", instructions=INSTRUCTIONS, version=__version__
+    )
 
     def session_of(ctx: Ctx, key: str | None) -> str:
         if key is not None:
@@ -167,8 +216,10 @@ def _session_tools(
             "comes back signed in. fresh=true: close the open browser and start a new one "
             "(saved data is restored). insecure=true: accept bad TLS certificates; then "
             "nothing is restored and nothing deleted. restore_site_data=false: open without "
-            "the saved data AND delete it (why this tool is marked destructive). Returns "
-            "{key, url, title, site_data?}."
+            "the saved data AND delete it (why this tool is marked destructive). "
+            "profile=ID (from list_profiles): start a new browser signed in from that "
+            "profile. country=CODE: run the browser through the workspace's proxy of that "
+            "country. Returns {key, url, title, site_data?}."
         ),
     )
     @_guarded()
@@ -193,6 +244,12 @@ def _session_tools(
                 "(for sites that bind a sign-in to it); kept for this session."
             ),
         ] = None,
+        profile: Annotated[
+            str | None, Field(description="A profile's id (list_profiles) to sign in from.")
+        ] = None,
+        country: Annotated[
+            str | None, Field(description="Two-letter country code of the proxy to use.")
+        ] = None,
     ) -> JSON:
         return await service_of().open_session(
             principal_of(ctx),
@@ -203,6 +260,8 @@ def _session_tools(
             fresh=fresh,
             insecure=insecure,
             keep_user_agent=keep_user_agent,
+            profile=profile,
+            country=country,
         )
 
     @server.tool(
@@ -212,7 +271,9 @@ def _session_tools(
             "Save the browser's cookies, localStorage and sessionStorage of every site this "
             "session visited, replacing the last save. Call it once, right after signing in "
             "(again only after something else worth keeping); a later open_session restores "
-            "it, even after the browser closed. Returns counts and sites, never values."
+            "it, even after the browser closed. profile=ID also writes it into that profile "
+            "(its creator, or an admin for a shared one). Returns counts and sites, never "
+            "values."
         ),
     )
     @_guarded()
@@ -226,10 +287,28 @@ def _session_tools(
                 "such as Firebase Auth)."
             ),
         ] = False,
+        profile: Annotated[
+            str | None, Field(description="A profile's id to write the saved site data into.")
+        ] = None,
     ) -> JSON:
         return await service_of().save_site_data(
-            principal_of(ctx), session_of(ctx, key), indexed_db=indexed_db
+            principal_of(ctx), session_of(ctx, key), indexed_db=indexed_db, profile=profile
         )
+
+    @server.tool(
+        name="list_profiles",
+        annotations=ToolAnnotations(
+            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+        description=(
+            "The profiles this caller may open sessions from: its own and the workspace's "
+            "shared ones, each {id, name, visibility, country, cookie_domains, expires_at, "
+            "status: empty|fresh|expires_soon|expired}. Never values."
+        ),
+    )
+    @_guarded()
+    async def list_profiles(ctx: Ctx) -> JSON:
+        return await service_of().list_profiles(principal_of(ctx))
 
     @server.tool(
         name="close_session",

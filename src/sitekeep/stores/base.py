@@ -12,6 +12,7 @@ backend cannot be reached, and has then written nothing.
 
 from __future__ import annotations
 
+import builtins
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -23,6 +24,10 @@ from sitekeep.model import Role
 __all__ = [
     "Clock",
     "ClosedReason",
+    "ProfileRow",
+    "ProfileStore",
+    "ProxyRow",
+    "ProxyStore",
     "Run",
     "RunLedger",
     "SecretRow",
@@ -32,6 +37,7 @@ __all__ = [
     "TokenRow",
     "TokenStore",
     "Versioned",
+    "Visibility",
     "system_clock",
 ]
 
@@ -154,6 +160,14 @@ class TokenStore(Protocol):
         """The token with this hash, or None."""
         ...
 
+    async def list(self, tenant: str | None) -> list[TokenRow]:
+        """The tokens of ``tenant`` (every tenant's when None), oldest first."""
+        ...
+
+    async def delete(self, token_hash: str) -> bool:
+        """Delete the token with this hash; whether there was one."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class SecretRow:
@@ -180,6 +194,105 @@ class SecretStore(Protocol):
         ...
 
     async def list(self, tenant: str) -> list[SecretRow]:
+        """The tenant's rows, sorted by name."""
+        ...
+
+    async def delete(self, tenant: str, name: str) -> bool:
+        """Delete one row; whether it existed."""
+        ...
+
+    async def every(self) -> builtins.list[SecretRow]:
+        """Every tenant's rows, sorted by (tenant, name) (for key rotation)."""
+        ...
+
+    async def swap_sealed(self, tenant: str, name: str, old: bytes, new: bytes) -> bool:
+        """Replace the row's ``sealed`` with ``new`` only while it is still ``old``,
+        atomically; whether it was replaced."""
+        ...
+
+
+# -- profiles and proxies -------------------------------------------------------------------
+
+Visibility = Literal["private", "workspace"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileRow:
+    """A profile as stored (SPEC §9): its metadata in the clear, its site data only in
+    ``sealed`` (an envelope for (tenant, "profile", id), SPEC §12; None until captured).
+
+    Attributes:
+        cookie_domains: the hosts of the captured cookies, without a leading dot, sorted.
+        captured_at: when site data was last captured into it (None: never).
+        expires_at: the earliest expiry of its captured persistent cookies (None: only
+            session cookies, or nothing captured).
+    """
+
+    tenant: str
+    id: str
+    name: str
+    visibility: Visibility
+    country: str | None
+    cookie_domains: tuple[str, ...]
+    created_by: str
+    created_at: float
+    updated_at: float
+    captured_at: float | None = None
+    expires_at: float | None = None
+    sealed: bytes | None = None
+
+
+class ProfileStore(Protocol):
+    """Per-tenant profiles, rows as given."""
+
+    async def put(self, row: ProfileRow) -> None:
+        """Create or replace the row of (tenant, id), at once."""
+        ...
+
+    async def get(self, tenant: str, ident: str) -> ProfileRow | None:
+        """One row, or None."""
+        ...
+
+    async def list(self, tenant: str | None) -> list[ProfileRow]:
+        """The tenant's rows (every tenant's when None), sorted by (tenant, name, id)."""
+        ...
+
+    async def delete(self, tenant: str, ident: str) -> bool:
+        """Delete one row; whether it existed."""
+        ...
+
+    async def swap_sealed(self, tenant: str, ident: str, old: bytes, new: bytes) -> bool:
+        """Replace the row's ``sealed`` with ``new`` only while it is still ``old``,
+        atomically (key rotation never overwrites a capture made meanwhile); whether it
+        was replaced."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyRow:
+    """One proxy of a tenant's pool (SPEC §14). ``url`` holds no credentials: they are
+    the ``username``/``password`` of the secret named ``auth_secret``."""
+
+    tenant: str
+    name: str
+    country: str
+    url: str
+    auth_secret: str | None
+    updated_at: float
+
+
+class ProxyStore(Protocol):
+    """Per-tenant proxies, rows as given."""
+
+    async def put(self, row: ProxyRow) -> None:
+        """Create or replace the row of (tenant, name), at once."""
+        ...
+
+    async def get(self, tenant: str, name: str) -> ProxyRow | None:
+        """One row, or None."""
+        ...
+
+    async def list(self, tenant: str) -> list[ProxyRow]:
         """The tenant's rows, sorted by name."""
         ...
 

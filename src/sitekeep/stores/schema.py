@@ -10,6 +10,9 @@ the migrations at head build exactly this schema, on SQLite and on PostgreSQL.
 * ``runs`` — the run ledger: one row per live browser (SPEC §13).
 * ``run_guard`` — one row that every run reservation updates first, so cap checks of two
   replicas run one after the other (a row lock on PostgreSQL, the write lock on SQLite).
+* ``profiles`` — named site data a session opens from (SPEC §9): metadata in the clear,
+  the site data only in ``sealed`` (for (tenant, "profile", id), SPEC §12).
+* ``proxies`` — the tenant's proxy pool (SPEC §14); credentials are a secret's name.
 
 Times are float seconds since the epoch.
 """
@@ -18,7 +21,16 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-__all__ = ["kv", "metadata", "run_guard", "runs", "secrets", "tokens"]
+__all__ = [
+    "kv",
+    "metadata",
+    "profiles",
+    "proxies",
+    "run_guard",
+    "runs",
+    "secrets",
+    "tokens",
+]
 
 metadata = sa.MetaData()
 
@@ -73,4 +85,32 @@ run_guard = sa.Table(
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("reservations", sa.BigInteger, nullable=False, server_default="0"),
+)
+
+profiles = sa.Table(
+    "profiles",
+    metadata,
+    sa.Column("tenant", sa.String, primary_key=True),
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("name", sa.String(128), nullable=False),
+    sa.Column("visibility", sa.String(16), nullable=False),
+    sa.Column("country", sa.String(8), nullable=True),
+    sa.Column("cookie_domains", sa.String, nullable=False),  # JSON list of hosts
+    sa.Column("created_by", sa.String, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    sa.Column("captured_at", sa.Float, nullable=True),
+    sa.Column("expires_at", sa.Float, nullable=True),
+    sa.Column("sealed", sa.LargeBinary, nullable=True),  # envelope of the SiteData JSON
+)
+
+proxies = sa.Table(
+    "proxies",
+    metadata,
+    sa.Column("tenant", sa.String, primary_key=True),
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("country", sa.String(8), nullable=False, index=True),
+    sa.Column("url", sa.String, nullable=False),
+    sa.Column("auth_secret", sa.String(64), nullable=True),
+    sa.Column("updated_at", sa.Float, nullable=False),
 )

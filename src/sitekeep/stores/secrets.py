@@ -93,3 +93,21 @@ class SqlSecretStore:
             return conn.execute(sa.delete(secrets).where(*_where(tenant, name))).rowcount > 0
 
         return await self._db.run(_WHAT, remove, write=True)
+
+    async def every(self) -> builtins.list[SecretRow]:
+        def read(conn: sa.Connection) -> builtins.list[SecretRow]:
+            rows = conn.execute(sa.select(*_COLUMNS)).all()
+            return sorted((_row(r) for r in rows), key=lambda r: (r.tenant, r.name))
+
+        return await self._db.run(_WHAT, read, write=False)
+
+    async def swap_sealed(self, tenant: str, name: str, old: bytes, new: bytes) -> bool:
+        def swap(conn: sa.Connection) -> bool:
+            update = (
+                sa.update(secrets)
+                .where(*_where(tenant, name), secrets.c.sealed == old)
+                .values(sealed=new)
+            )
+            return conn.execute(update).rowcount > 0
+
+        return await self._db.run(_WHAT, swap, write=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 
 from sitekeep.model import Role
@@ -34,14 +36,27 @@ class SqlTokenStore:
 
     async def find(self, token_hash: str) -> TokenRow | None:
         def read(conn: sa.Connection) -> TokenRow | None:
-            row = conn.execute(
-                sa.select(
-                    tokens.c.tenant, tokens.c.subject, tokens.c.role, tokens.c.created_at
-                ).where(tokens.c.token_hash == token_hash)
-            ).first()
-            if row is None:
-                return None
-            role: Role = "admin" if row.role == "admin" else "member"
-            return TokenRow(token_hash, row.tenant, row.subject, role, row.created_at)
+            row = conn.execute(sa.select(tokens).where(tokens.c.token_hash == token_hash)).first()
+            return None if row is None else _row(row)
 
         return await self._db.run(_WHAT, read, write=False)
+
+    async def list(self, tenant: str | None) -> list[TokenRow]:
+        query = sa.select(tokens).order_by(tokens.c.created_at, tokens.c.token_hash)
+        if tenant is not None:
+            query = query.where(tokens.c.tenant == tenant)
+        return await self._db.run(
+            _WHAT, lambda conn: [_row(r) for r in conn.execute(query)], write=False
+        )
+
+    async def delete(self, token_hash: str) -> bool:
+        def remove(conn: sa.Connection) -> bool:
+            gone = conn.execute(sa.delete(tokens).where(tokens.c.token_hash == token_hash))
+            return gone.rowcount > 0
+
+        return await self._db.run(_WHAT, remove, write=True)
+
+
+def _row(row: sa.Row[Any]) -> TokenRow:
+    role: Role = "admin" if row.role == "admin" else "member"
+    return TokenRow(row.token_hash, row.tenant, row.subject, role, row.created_at)

@@ -17,6 +17,7 @@ Routes::
     GET|DELETE /admin/ui/sessions/{key}/panes/site-data          the pane; Clear
     GET|DELETE /admin/ui/sessions/{key}/panes/site-data/{site}   one host open; Forget
     GET  /admin/ui/secrets ; POST /admin/ui/secrets ; POST /admin/ui/secrets/{name}/delete
+    GET  /admin/ui/tokens ; POST /admin/ui/tokens/{id}/revoke
     GET  /admin/static/{name}                    htmx, admin.js, admin.css (shipped here)
 """
 
@@ -39,6 +40,7 @@ from sitekeep import panes
 from sitekeep.admin import SignIn
 from sitekeep.api.app import Svc
 from sitekeep.api.errors import STATUS
+from sitekeep.auth import hash_token, token_id
 from sitekeep.errors import InvalidInput, NotFound, SitekeepError
 from sitekeep.model import Principal
 from sitekeep.service import Service
@@ -56,7 +58,8 @@ __all__ = ["NAV", "SESSION_TABS", "router"]
 NAV = (
     {"id": "sessions", "label": "Sessions", "href": "/admin"},
     {"id": "secrets", "label": "Secrets", "href": "/admin/ui/secrets"},
-    # Profiles, Proxies and Tokens join here (issue #13, later parts).
+    {"id": "tokens", "label": "Tokens", "href": "/admin/ui/tokens"},
+    # Profiles and Proxies join here (issue #13, later parts).
 )
 SESSION_TABS = (
     ("site-data", "Site data"),
@@ -220,7 +223,7 @@ async def sign_in(request: Request, svc: Svc) -> Response:
         return _render("sign_in.html", 403, error=error)
     for old in sign_in_ids(request):  # a new id every time: nothing planted is kept
         await svc.admin.sign_out(old)
-    sid, _ = await svc.admin.sign_in(who)
+    sid, _ = await svc.admin.sign_in(who, token_id(hash_token(token)))
     response = RedirectResponse("/admin", status_code=303)
     set_sign_in_cookie(request, response, sid)
     return response
@@ -424,6 +427,28 @@ async def save_secret(request: Request, signed: Writer, svc: Svc) -> Response:
 async def delete_secret(name: str, signed: Writer, svc: Svc) -> Response:
     await svc.admin.delete_secret(signed.principal, name)
     return RedirectResponse(f"/admin/ui/secrets?deleted={name}", status_code=303)
+
+
+# -- tokens -------------------------------------------------------------------------------
+
+
+@router.get("/admin/ui/tokens")
+async def tokens_page(request: Request, signed: Signed, svc: Svc) -> HTMLResponse:
+    """The tenant's tokens by id; the one signed in with is marked (revoking it signs out)."""
+    return _render(
+        "tokens.html",
+        signed=signed,
+        section="tokens",
+        tokens=await svc.admin.tokens(signed.principal),
+        now=_now(svc),
+        revoked=request.query_params.get("revoked"),
+    )
+
+
+@router.post("/admin/ui/tokens/{id_}/revoke")
+async def revoke_token(id_: str, signed: Writer, svc: Svc) -> Response:
+    info = await svc.admin.revoke_token(signed.principal, id_)
+    return RedirectResponse(f"/admin/ui/tokens?revoked={info.id}", status_code=303)
 
 
 # -- static files -------------------------------------------------------------------------

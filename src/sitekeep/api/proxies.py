@@ -1,0 +1,64 @@
+"""HTTP routes of the tenant's proxy pool: ``/v1/proxies`` (SPEC §14).
+
+Writes (PUT, DELETE) need an ``admin`` token; members list and read. A proxy's URL never
+holds credentials: ``auth_secret`` names the secret (SPEC §7) whose ``username`` and
+``password`` the browser answers the proxy with, over BiDi.
+
+Routes::
+
+    PUT    /v1/proxies/{name}   {country, url, auth_secret?}  -> proxy             admin
+    GET    /v1/proxies          -> {proxies: [...], countries: [...]}
+    GET    /v1/proxies/{name}   -> proxy
+    DELETE /v1/proxies/{name}   -> {name, deleted: true}                           admin
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict
+
+from sitekeep.api.app import Admin, Svc, Who
+
+__all__ = ["ProxyBody", "router"]
+
+JSON = dict[str, Any]
+
+
+class ProxyBody(BaseModel):
+    """The body of ``PUT /v1/proxies/{name}``; the rules are checked by the service."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    country: str
+    url: str
+    auth_secret: str | None = None
+
+
+router = APIRouter(prefix="/v1/proxies", tags=["proxies"])
+
+
+@router.put("/{name}")
+async def put_proxy(name: str, body: ProxyBody, who: Admin, svc: Svc) -> JSON:
+    """Create or replace a proxy of the pool (admin)."""
+    return await svc.put_proxy(who, name, body.country, body.url, body.auth_secret)
+
+
+@router.get("")
+async def list_proxies(who: Who, svc: Svc) -> JSON:
+    """The tenant's proxies and the countries they cover."""
+    return await svc.list_proxies(who)
+
+
+@router.get("/{name}")
+async def get_proxy(name: str, who: Who, svc: Svc) -> JSON:
+    """One proxy; 404 when the pool has none of that name."""
+    return await svc.get_proxy(who, name)
+
+
+@router.delete("/{name}")
+async def delete_proxy(name: str, who: Admin, svc: Svc) -> JSON:
+    """Delete a proxy (admin); 404 when the pool has none of that name."""
+    await svc.delete_proxy(who, name)
+    return {"name": name, "deleted": True}

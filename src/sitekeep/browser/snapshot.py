@@ -1,0 +1,77 @@
+"""A save's reads composed into a snapshot: the one engine of ``save_site_data`` and of
+:func:`sitekeep.attach.save_from` (SPEC §3 Save)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sitekeep import sitedata
+from sitekeep.browser.indexeddb import NOT_CARRIED, read_databases
+from sitekeep.browser.live import LiveBrowser
+from sitekeep.browser.save import PARTITIONED, lost_reason, save_read, settle_jar
+from sitekeep.model import SiteData, Skipped
+
+__all__ = ["Captured", "read_snapshot"]
+
+
+@dataclass(frozen=True, slots=True)
+class Captured:
+    """A snapshot just read, what it left out (never a value), and how many origins were
+    read through the spare tab."""
+
+    snapshot: SiteData
+    skipped: list[Skipped]
+    spare_reads: int
+
+
+async def read_snapshot(
+    browser: LiveBrowser,
+    order: Sequence[str],
+    previous: SiteData | None,
+    *,
+    deadline: float,
+    cap: int,
+    now: float,
+    full: bool = False,
+    indexed_db: bool = False,
+) -> Captured:
+    """Read the browser's site data and compose it over ``previous`` (``sitedata.compose``).
+
+    Args:
+        order: the origins to carry, the current page's first, then newest first.
+        previous: the last snapshot, whose values stand where a read failed.
+        deadline: seconds the spare-tab loop may take. cap: the snapshot cap, bytes.
+        now: seconds since the epoch, the snapshot's ``saved_at``.
+
+    Raises:
+        SnapshotTooLarge: the cookies alone pass ``cap``.
+        BrowserUnavailable: BiDi is down; nothing was read.
+    """
+    read = await save_read(browser, order, deadline=deadline, full=full)
+    databases: dict[str, list[dict[str, Any]]] | None = None
+    databases_failed: dict[str, str] = {}
+    if indexed_db:
+        databases, databases_failed = await read_databases(browser, order, deadline=deadline)
+    session = read.session if read.session_read or previous is None else previous.session
+    cookies = settle_jar(browser, read.cookies, previous.cookies if previous else ())
+    snapshot, skipped = sitedata.compose(
+        previous,
+        cookies=cookies,
+        read=read.local,
+        session=session,
+        not_read=read.not_read,
+        visit_order=order,
+        saved_at=now,
+        cap=cap,
+        tabs=read.tabs,
+        user_agent=read.user_agent,
+        indexed_db=databases,
+        indexed_db_failed=databases_failed,
+    )
+    if not indexed_db:
+        skipped.extend(Skipped(o, NOT_CARRIED) for o in order if o in read.idb_origins)
+    skipped.extend(Skipped(o, PARTITIONED) for o in read.partitioned)
+    skipped.extend(lost_reason(c) for c in read.lost_cookies)
+    return Captured(snapshot, skipped, read.spare_reads)

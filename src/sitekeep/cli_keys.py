@@ -1,0 +1,113 @@
+"""``sitekeep keys rotate|status``: the master key ring and the blobs it seals (SPEC §12).
+
+``rotate`` adds a new key to the key file (or, with keys from ``SITEKEEP_MASTER_KEY``,
+uses the last one listed there), then reseals every secret, profile and snapshot under it
+with a progress bar (:mod:`sitekeep.rotation`). Old keys stay in the ring — other
+processes may still hold blobs they sealed a moment ago — unless ``--retire`` is given:
+then a second pass counts what each key seals and removes the keys nothing uses.
+Exit status 1 when a blob was left behind (a session busy past the lock wait, or a blob
+that does not open for its record), 2 on an error.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from sitekeep.service import Service
+    from sitekeep.stores.cipher import KeyFile
+
+__all__ = ["keys_app"]
+
+keys_app = typer.Typer(help="The master key ring (SPEC §12).", no_args_is_help=True)
+err = Console(stderr=True)
+
+
+async def _rotate(
+    svc: Service, keys: KeyFile, retire: bool
+) -> tuple[dict[str, dict[str, int]], bool, list[str]]:
+    from sitekeep import rotation
+
+    total = len(await rotation.blobs(svc))
+    columns = (
+        TextColumn("[bold]resealing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=err, transient=False) as progress:
+        task = progress.add_task("", total=total)
+
+        def advance(blob: rotation.Blob, outcome: rotation.Outcome) -> None:
+            progress.update(task, advance=1, description=f"{blob.kind} {outcome}")
+
+        report = await rotation.reseal_all(svc, svc.cipher, advance)
+    retired: list[str] = []
+    if retire and report.complete:
+        used = await rotation.key_use(svc)
+        ring = svc.cipher.ring
+        idle = [kid for kid in ring.ids if kid not in used and kid != ring.current.id]
+        if idle and not keys.from_env:
+            keys.retire(idle)
+            retired = idle
+    return report.counts, report.complete, retired
+
+
+@keys_app.command("rotate")
+def rotate(
+    new_key: Annotated[
+        bool, typer.Option(help="Add a new key first (off: reseal under the newest key).")
+    ] = True,
+    retire: Annotated[
+        bool, typer.Option(help="Then remove the keys that no blob uses any more.")
+    ] = False,
+) -> None:
+    """Reseal every secret, profile and snapshot under a new key."""
+    from sitekeep.cli import with_service
+    from sitekeep.cli_support import load_settings
+    from sitekeep.stores.cipher import KeyFile
+
+    settings = load_settings()
+    keys = KeyFile(settings.key_file, settings.master_key)
+    if keys.from_env:
+        err.print("keys come from SITEKEEP_MASTER_KEY: resealing under the last one listed")
+    elif new_key:
+        ring = keys.add()
+        err.print(f"added key {ring.current.id}; {len(ring)} keys in {keys.path}")
+    counts, complete, retired = with_service(lambda svc: _rotate(svc, keys, retire), settings)
+    table = Table("kind", "resealed", "already current", "gone", "busy", "unreadable")
+    for kind in ("secret", "profile", "site-data"):
+        n = counts.get(kind, {})
+        outcomes = ("resealed", "current", "gone", "busy", "unreadable")
+        table.add_row(kind, *(str(n.get(o, 0)) for o in outcomes))
+    Console().print(table)
+    if retired:
+        err.print(f"retired keys no blob uses: {', '.join(retired)}")
+    if not complete:
+        err.print("[yellow]some blobs were left under older keys: run it again[/]")
+        raise typer.Exit(1)
+
+
+@keys_app.command("status")
+def status() -> None:
+    """The key ring and how many blobs each key seals now."""
+    from sitekeep import rotation
+    from sitekeep.cli import with_service
+
+    async def use(svc: Service) -> tuple[list[str], str, dict[str, int]]:
+        ring = svc.cipher.ring
+        return list(ring.ids), ring.current.id, await rotation.key_use(svc)
+
+    ids, current, used = with_service(use)
+    table = Table("key id", "seals", "")
+    for kid in ids:
+        table.add_row(kid, str(used.get(kid, 0)), "current" if kid == current else "")
+    for kid in sorted(set(used) - set(ids)):
+        table.add_row(kid, str(used[kid]), "[red]unknown: these blobs do not open[/]")
+    Console().print(table)

@@ -1,0 +1,153 @@
+"""``sitekeep profile list|show|create|update|delete`` (SPEC §9) from a shell.
+
+The commands act through the service as ``--as`` (a subject of ``--tenant``, default
+``cli``), an admin of the tenant unless ``--member``: the one gate of
+:mod:`sitekeep.profiles` applies to them as to every caller — another subject's private
+profile is not found. No command ever prints a value; ``sitekeep export --profile`` writes
+them to a file, carefully (SPEC §15).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from sitekeep.model import Principal
+    from sitekeep.service import Service
+
+__all__ = ["Actor", "Member", "Tenant", "acting", "profile_app"]
+
+profile_app = typer.Typer(
+    help="Profiles: named sign-ins that sessions open from.", no_args_is_help=True
+)
+
+Tenant = Annotated[str, typer.Option(help="The tenant (workspace).")]
+Actor = Annotated[str, typer.Option("--as", help="The subject acting (the gate's creator).")]
+Member = Annotated[bool, typer.Option("--member", help="Act as a member, not an admin.")]
+Ident = Annotated[str, typer.Argument(help="The profile's id.")]
+
+
+def acting(tenant: str, subject: str, member: bool) -> Principal:
+    """Who a profile command acts as."""
+    from sitekeep.model import Principal
+
+    return Principal(tenant, subject, "member" if member else "admin")
+
+
+def _when(at: Any) -> str:
+    if at is None:
+        return "—"
+    return datetime.fromtimestamp(float(at), UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _freshness(profile: dict[str, Any]) -> str:
+    status = str(profile["status"])
+    if status == "expires_soon":
+        return f"expires in {profile['expires_in_days']} days"
+    return status
+
+
+def _table(profiles: list[dict[str, Any]]) -> Table:
+    table = Table("id", "name", "visibility", "country", "domains", "captured", "freshness")
+    for p in profiles:
+        table.add_row(
+            p["id"],
+            p["name"],
+            p["visibility"],
+            p["country"] or "—",
+            ", ".join(p["cookie_domains"]) or "—",
+            _when(p["captured_at"]),
+            _freshness(p),
+        )
+    return table
+
+
+def _run(use: Any) -> Any:
+    from sitekeep.cli import with_service  # sitekeep.cli imports this module
+
+    return with_service(use)
+
+
+@profile_app.command("list")
+def list_profiles(tenant: Tenant, subject: Actor = "cli", member: Member = False) -> None:
+    """The profiles the subject may see: its own and the workspace's."""
+    who = acting(tenant, subject, member)
+    found = _run(lambda svc: svc.list_profiles(who))
+    if not found["profiles"]:
+        typer.echo(f"no profiles for {subject} in tenant {tenant}")
+        return
+    Console().print(_table(found["profiles"]))
+
+
+@profile_app.command("show")
+def show_profile(
+    ident: Ident, tenant: Tenant, subject: Actor = "cli", member: Member = False
+) -> None:
+    """One profile and its hosts with counts (never values)."""
+    who = acting(tenant, subject, member)
+    found: dict[str, Any] = _run(lambda svc: svc.get_profile(who, ident))
+    console = Console()
+    console.print(_table([found]))
+    sites = Table("site", "cookies", "localStorage", "sessionStorage")
+    for s in found["sites"]:
+        sites.add_row(s["site"], str(s["cookies"]), str(s["local"]), str(s["session"]))
+    console.print(sites)
+
+
+@profile_app.command("create")
+def create_profile(
+    name: Annotated[str, typer.Argument(help="The profile's name.")],
+    tenant: Tenant,
+    subject: Actor = "cli",
+    member: Member = False,
+    workspace: Annotated[bool, typer.Option(help="Share it with the workspace.")] = False,
+    country: Annotated[str | None, typer.Option(help="ISO 3166-1 code: de, us.")] = None,
+) -> None:
+    """Create an empty profile (fill it: sitekeep import --profile, or a capture)."""
+    who = acting(tenant, subject, member)
+    visibility = "workspace" if workspace else "private"
+
+    async def use(svc: Service) -> dict[str, Any]:
+        return await svc.create_profile(who, name, visibility, country)
+
+    made = _run(use)
+    typer.echo(f"created profile {made['id']} ({made['name']}, {made['visibility']})")
+
+
+@profile_app.command("update")
+def update_profile(
+    ident: Ident,
+    tenant: Tenant,
+    subject: Actor = "cli",
+    member: Member = False,
+    name: Annotated[str | None, typer.Option(help="A new name.")] = None,
+    visibility: Annotated[str | None, typer.Option(help="private or workspace.")] = None,
+    country: Annotated[str | None, typer.Option(help="ISO 3166-1 code.")] = None,
+) -> None:
+    """Rename, share or make private, or set the country."""
+    who = acting(tenant, subject, member)
+    changes = {
+        k: v
+        for k, v in (("name", name), ("visibility", visibility), ("country", country))
+        if v is not None
+    }
+    if not changes:
+        typer.echo("error: say --name, --visibility or --country", err=True)
+        raise typer.Exit(2)
+    done = _run(lambda svc: svc.update_profile(who, ident, changes))
+    Console().print(_table([done]))
+
+
+@profile_app.command("delete")
+def delete_profile(
+    ident: Ident, tenant: Tenant, subject: Actor = "cli", member: Member = False
+) -> None:
+    """Delete a profile and its site data."""
+    who = acting(tenant, subject, member)
+    _run(lambda svc: svc.profiles.delete(who, ident))
+    typer.echo(f"deleted profile {ident}")

@@ -1,0 +1,69 @@
+"""Log set-up for ``sitekeep serve`` and ``sitekeep mcp`` (``SITEKEEP_LOG_FORMAT``).
+
+``text`` is ``LEVEL logger: message``; ``json`` is one object a line for log shippers:
+``{"time", "level", "logger", "message", "exception"?}``. sitekeep's own messages never
+hold a cookie, storage or secret value (SPEC §12); a foreign exception's message might
+(a library echoing what it was given), so the JSON form carries an exception's class and
+frames — file, line, function — never its message or the source lines.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import traceback
+from datetime import UTC, datetime
+from typing import IO, Literal
+
+__all__ = ["JsonFormatter", "configure_logging"]
+
+TEXT_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line (see the module docstring for its keys)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, object] = {
+            "time": datetime.fromtimestamp(record.created, tz=UTC).isoformat(),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            frames = traceback.extract_tb(exc.__traceback__)
+            line["exception"] = {
+                "type": f"{type(exc).__module__}.{type(exc).__qualname__}",
+                "frames": [f"{f.filename}:{f.lineno} in {f.name}" for f in frames],
+            }
+        return json.dumps(line, ensure_ascii=False)
+
+
+def configure_logging(
+    level: str, fmt: Literal["text", "json"], *, stream: IO[str] | None = None
+) -> dict[str, object]:
+    """Send every log record (uvicorn's too) to ``stream`` (stderr) in ``fmt``; turn the
+    ``selenium`` logger down to WARNING (it logs whole frames at debug).
+
+    Returns:
+        A ``logging.config`` dictionary for uvicorn's ``log_config``, so its own
+        loggers go through the same handler.
+    """
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    logging.getLogger("selenium").setLevel(logging.WARNING)
+    # uvicorn's loggers propagate to the root: no handlers of their own, no second format.
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "loggers": {
+            name: {"handlers": [], "propagate": True, "level": level.upper()}
+            for name in ("uvicorn", "uvicorn.error", "uvicorn.access")
+        },
+    }

@@ -1,0 +1,94 @@
+"""Pure masking of typed secret values in what an agent is shown (SPEC §7, §12; issue #8
+item 3).
+
+A page may do anything with a value typed into it: show it (a "show password" button that
+turns the field into ``type=text``), copy it into other text, a title, a URL or storage,
+cut it short or URL-encode it. So a result is not trusted to be clean because the field was
+a password field: every string in it — keys and values, at any depth — is searched for the
+values of every secret typed in the session, and each stretch made of them becomes ``•••``.
+
+What counts as a stretch of a value ``v``: any run of the string covered by pieces of
+``v`` at least ``min(len(v), PIECE)`` characters long — so the whole value, a value cut
+short by a snapshot's 120 characters or a ``read``'s ``max_chars``, or a part the page
+shows, in the forms a page or URL gives it (as typed, percent-encoded with ``%20`` or
+``+``, JSON-escaped). A value shorter than :data:`PIECE` is masked only whole.
+
+Known limit: a page that transforms a value (upper-cases it, reverses it, hashes it) shows
+something this cannot recognise. Screenshots are pixels and are not masked.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+__all__ = ["MASK", "PIECE", "Masker"]
+
+MASK = "•••"
+PIECE = 12
+"""Characters of a value that, found together in a result, are masked."""
+
+
+def _forms(value: str) -> set[str]:
+    return {value, quote(value, safe=""), quote(value), quote_plus(value), json.dumps(value)[1:-1]}
+
+
+@dataclass(frozen=True, slots=True)
+class Masker:
+    """Masks the given values in results (module docstring).
+
+    Attributes:
+        pieces: piece length → every piece of that length of every value's forms.
+    """
+
+    pieces: dict[int, frozenset[str]]
+
+    @classmethod
+    def of(cls, values: Iterable[str]) -> Masker:
+        """A masker for ``values`` (empty strings are ignored)."""
+        grouped: dict[int, set[str]] = {}
+        for value in values:
+            for form in _forms(value) if value else ():
+                size = min(len(form), PIECE)
+                grouped.setdefault(size, set()).update(
+                    form[i : i + size] for i in range(len(form) - size + 1)
+                )
+        return cls({size: frozenset(found) for size, found in grouped.items()})
+
+    def __bool__(self) -> bool:
+        return bool(self.pieces)
+
+    def text(self, text: str) -> str:
+        """``text`` with every stretch of a value replaced by ``•••``."""
+        covered = [False] * len(text)
+        hit = False
+        for size, pieces in self.pieces.items():
+            for i in range(len(text) - size + 1):
+                if text[i : i + size] in pieces:
+                    covered[i : i + size] = [True] * size
+                    hit = True
+        if not hit:
+            return text
+        out: list[str] = []
+        for i, char in enumerate(text):
+            if not covered[i]:
+                out.append(char)
+            elif i == 0 or not covered[i - 1]:
+                out.append(MASK)
+        return "".join(out)
+
+    def value(self, value: Any) -> Any:
+        """``value`` (a JSON-like result: dicts, lists, strings…) with every string masked,
+        dict keys included; other values as they are."""
+        if not self.pieces:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.value(k): self.value(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.value(v) for v in value]
+        return value

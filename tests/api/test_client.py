@@ -1,0 +1,100 @@
+"""The Python client (issue #14 item 2): ``sitekeep.Client`` against a live ``sitekeep
+serve``, ``sitekeep.AsyncClient`` against the real app in process; errors come back as
+the server's own exception classes."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+import sitekeep
+from fixtures.serve import free_port
+from fixtures.sites import Sites
+from sitekeep import AsyncClient, Client
+from sitekeep.errors import Forbidden, InvalidInput, NoHistoryEntry, NotFound, Unreachable
+from support import WHO, Api
+
+from .conftest import Served
+
+SIGNED_IN = "App — signed in as alice"
+
+
+def test_the_client_signs_in_saves_and_comes_back_signed_in(served: Served, sites: Sites) -> None:
+    with Client(served.url, served.token) as client:
+        demo = client.session("client-demo")
+        assert demo.open(url=sites.url("app.example.test", "/login"))["title"] == SIGNED_IN
+        saved = demo.save_site_data()
+        assert saved["url"] == sites.url("app.example.test", "/")
+        assert "app.example.test" in {row["site"] for row in demo.site_data()["hosts"]}
+        demo.close_browser()
+        again = demo.open()
+        assert again["title"] == SIGNED_IN and again["site_data"]["restored"]
+        snapshot = demo.snapshot()
+        assert any(item.get("name") == SIGNED_IN for item in snapshot["elements"])
+        assert SIGNED_IN in demo.read()["text"]
+        listed = {row["key"]: row for row in client.sessions()["sessions"]}
+        assert listed["client-demo"]["browser"] == {"kind": "chromium", "live": True}
+        demo.delete()
+        assert "client-demo" not in {row["key"] for row in client.sessions()["sessions"]}
+
+
+def test_client_errors_are_the_servers_exception_classes(served: Served) -> None:
+    with Client(served.url, served.token) as client:
+        with pytest.raises(NotFound) as missing:
+            client.session("no-such-session").current()
+        assert missing.value.message == "no session named 'no-such-session'"
+        with pytest.raises(InvalidInput) as bad:
+            client.session("x").open(url="file:///etc/passwd")
+        assert bad.value.field == "url"
+
+
+def test_a_server_that_does_not_answer_is_unreachable() -> None:
+    with (
+        Client(f"http://127.0.0.1:{free_port()}", "sk_x", timeout=5) as client,
+        pytest.raises(Unreachable),
+    ):
+        client.sessions()
+
+
+@pytest.mark.anyio
+async def test_the_async_client_mirrors_the_sync_one(api: Api, sites: Sites) -> None:
+    token = api.http.headers["authorization"].removeprefix("Bearer ")
+    transport = api.http._transport
+    async with AsyncClient("http://sitekeep.test", token, transport=transport) as client:
+        fresh = client.session()
+        opened = await fresh.open(url=sites.url("app.example.test", "/login"))
+        assert fresh.key == opened["key"] and opened["title"] == SIGNED_IN
+        with pytest.raises(NoHistoryEntry):
+            await fresh.forward()
+        assert (await fresh.navigate(sites.url("id.example.test", "/")))["title"] == "IdP — known"
+        assert (await fresh.back())["title"] == SIGNED_IN
+        listed = await client.sessions()
+        assert [row["key"] for row in listed["sessions"]] == [fresh.key]
+        assert (await client.info())["version"] == sitekeep.__version__
+
+
+@pytest.mark.anyio
+async def test_webdriver_hands_the_browser_to_its_owner_only(api: Api, sites: Sites) -> None:
+    token = api.http.headers["authorization"].removeprefix("Bearer ")
+    other = await api.service.create_token("t1", "someone-else", "member")
+    transport = api.http._transport
+    async with (
+        AsyncClient("http://sitekeep.test", token, transport=transport) as owner,
+        AsyncClient("http://sitekeep.test", other, transport=transport) as stranger,
+    ):
+        mine = owner.session("wd")
+        await mine.open(url=sites.url("app.example.test", "/"))
+        where = await mine.webdriver()
+        record = await api.service.record(WHO, "wd")
+        assert record.browser is not None
+        assert where["session_id"] == record.browser.session_id
+        assert where["webdriver_url"].startswith("http://127.0.0.1:")
+        assert where["bidi_url"].startswith("ws://") and where["session_id"]
+        classic = f"{where['webdriver_url']}/session/{where['session_id']}/title"
+        async with httpx.AsyncClient() as http:  # W3C WebDriver §11.2 Get Title
+            assert (await http.get(classic)).json()["value"] == "App — signed out"
+        with pytest.raises(Forbidden):
+            await stranger.session("wd").webdriver()
+        await mine.close_browser()
+        with pytest.raises(sitekeep.errors.Conflict):
+            await mine.webdriver()
