@@ -34,7 +34,7 @@ SCHEMATHESIS = str(Path(sys.executable).parent / "st")
 SEED = 8012
 EXAMPLES = 4
 """Fuzzed examples per operation, beside the coverage phase's boundary values and
-unsupported methods: about 500 requests over the 32 operations."""
+undeclared methods: about 1,300 requests over the 54 operations, 12 s here."""
 
 
 def free_port() -> int:
