@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sitekeep import history as hist
+from sitekeep.address import ServerAddress
 from sitekeep.browser import keys, page
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.errors import AssertionFailed, BidiError, InvalidInput, SecretNotAllowed, StaleRef
@@ -89,6 +90,8 @@ class Context:
     own_origins: Sequence[str]
     secrets: SecretsReader
     save: SaveFn
+    own: ServerAddress | None = None
+    """Where the server listens: a URL reaching it in any spelling is refused (403)."""
 
     async def target(self, ref: str | None, selector: str | None) -> str:
         """The ``sharedId`` a ref (of this browser's last snapshot) or a selector names.
@@ -130,7 +133,7 @@ Handler = Callable[[Context, Any], Awaitable[Done]]
 
 
 async def _navigate(call: Context, args: NavigateArgs) -> Done:
-    url = check_url(args.url, own_origins=call.own_origins)
+    url = check_url(args.url, own=call.own, own_origins=call.own_origins)
     return Done(page=await call.browser.navigate(url))
 
 

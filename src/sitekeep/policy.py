@@ -2,7 +2,9 @@
 
 Agents may open ``http:`` and ``https:`` pages and ``about:blank``. Refused: ``file:``,
 browser-internal schemes (``chrome:``, ``about:`` other than ``about:blank``…), script URLs,
-and the sitekeep server's own origin (an agent must not drive its own admin).
+and the sitekeep server itself in any spelling of its address (``sitekeep.address``; an
+agent must not drive its own admin). The browsers refuse the server too, for every request
+a page makes (``sitekeep.browser.guard``): this check gives the clear error up front.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from sitekeep.errors import InvalidInput
+from sitekeep.address import ServerAddress
+from sitekeep.errors import InvalidInput, OwnAddress
 from sitekeep.history import origin_of
 
 __all__ = ["check_key", "check_url"]
@@ -19,11 +22,22 @@ __all__ = ["check_key", "check_url"]
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
-def check_url(url: str, *, own_origins: Iterable[str] = (), field: str = "url") -> str:
+def check_url(
+    url: str,
+    *,
+    own: ServerAddress | None = None,
+    own_origins: Iterable[str] = (),
+    field: str = "url",
+) -> str:
     """``url`` when an agent may navigate to it.
 
+    Args:
+        own: where the server listens; a URL that reaches it in any spelling is refused.
+        own_origins: origins refused as written (checked as well as ``own``).
+
     Raises:
-        InvalidInput: a refused scheme, a malformed URL or the server's own origin.
+        InvalidInput: a refused scheme or a malformed URL.
+        OwnAddress: the URL reaches the sitekeep server itself (403).
     """
     if not isinstance(url, str) or not url.strip():
         raise InvalidInput("a URL is required", field=field)
@@ -43,7 +57,9 @@ def check_url(url: str, *, own_origins: Iterable[str] = (), field: str = "url") 
     if origin is None:
         raise InvalidInput("the URL has no host", field=field)
     if origin in {origin_of(o) or o for o in own_origins}:
-        raise InvalidInput("the sitekeep server's own origin is off limits to agents", field=field)
+        raise OwnAddress(field=field)
+    if own is not None and own.reaches(url):
+        raise OwnAddress(field=field)
     return url
 
 

@@ -351,6 +351,7 @@ class Session:
                 tuple(self.seam.own_origins()),
                 secrets,
                 self._save,
+                self.seam.browsers.own_address,
             )
             done = await HANDLERS[op](context, args)
         except SitekeepError as exc:

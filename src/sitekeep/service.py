@@ -317,7 +317,7 @@ class Service:
             country = loaded.row.country  # a profile signs in from where it was captured
         route = await self.proxies.choose(who.tenant, country) if country is not None else None
         if url is not None:
-            url = check_url(url, own_origins=self.own_origins())
+            url = check_url(url, own=self.browsers.own_address, own_origins=self.own_origins())
         args = {
             "browser": kind,
             "url": hist.trim_url(url) if url else None,
@@ -331,6 +331,7 @@ class Service:
 
         async def body(s: Session) -> dict[str, Any]:
             begun = await s.begin("open_session", args)
+            before = s.record.browser if s.record is not None else None
             try:
                 result = await self._open_locked(
                     s,
@@ -347,9 +348,20 @@ class Service:
             except SitekeepError as exc:
                 await s.finish(begun, exc, looked=False)
                 raise
-            await s.look()
-            await s.finish(begun, refs="invalidated")
-            return await s.end(result)
+            new = s.browser is not None and (
+                before is None or s.browser.ref.generation != before.generation
+            )
+            try:
+                await s.look()
+                await s.finish(begun, refs="invalidated")
+                return await s.end(result)
+            except BaseException:
+                # No stored record names a browser this open started: a failure now (its
+                # browser died mid-restore) would leave it unowned (issue #8 item 6).
+                if new and s.browser is not None:
+                    with anyio.CancelScope(shield=True):
+                        await self.seam.release(s.browser.ref, "closed")
+                raise
 
         opened = await self.seam.call(who, key, body)
         self.metrics.opened.inc()
@@ -498,7 +510,7 @@ class Service:
         Raises:
             InvalidInput: a URL agents may not open (SPEC §12).
         """
-        check_url(url, own_origins=self.own_origins())
+        check_url(url, own=self.browsers.own_address, own_origins=self.own_origins())
         return await self.act(who, key, "navigate", url=url)
 
     async def back(self, who: Principal, key: str) -> dict[str, Any]:

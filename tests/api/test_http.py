@@ -64,7 +64,6 @@ async def test_an_unknown_session_is_404(api: Api) -> None:
         ({"url": "chrome://settings"}, "url"),
         ({"url": "about:config"}, "url"),
         ({"url": "javascript:alert(1)"}, "url"),
-        ({"url": "http://127.0.0.1:8700/admin"}, "url"),
         ({"key": "../etc"}, "key"),
         ({"browser": "netscape"}, "browser"),
         ({"country": "Germany"}, "country"),
@@ -81,6 +80,17 @@ async def test_bad_open_input_is_400_naming_the_field(
     error = reply.json()["error"]
     assert error["type"] == "invalid_input" and error["field"] == field
     assert "message" in error
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8700/admin", "http://127.1:8700/", "http://[::ffff:127.0.0.1]:8700/"]
+)
+async def test_the_servers_own_address_is_403_naming_the_url(api: Api, url: str) -> None:
+    for path in ("/v1/sessions", "/v1/sessions/k/navigate"):
+        reply = await api.http.post(path, json={"url": url})
+        assert reply.status_code == 403, reply.text
+        assert reply.json()["error"]["type"] == "own_address"
+        assert reply.json()["error"]["field"] == "url"
 
 
 async def test_navigate_without_a_url_is_400(api: Api) -> None:

@@ -9,12 +9,11 @@ the ledger's open runs.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import anyio
 import pytest
 
 from fixtures.sites import Sites
+from processes import browser_pids
 from sitekeep import limits
 from support import Api, ApiFactory
 
@@ -25,43 +24,9 @@ pytestmark = [
 ]
 
 
-def _argv(pid: Path) -> list[bytes]:
-    try:
-        return (pid / "cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return []
-
-
-def _parent(pid: Path) -> int:
-    try:
-        stat = (pid / "stat").read_text(encoding="utf-8")
-    except OSError:
-        return -1
-    return int(stat.rsplit(")", 1)[1].split()[1])
-
-
 def browsers_of_driver(endpoint: str) -> int:
     """Chromium main processes started by the chromedriver serving ``endpoint``."""
-    port = endpoint.rsplit(":", 1)[1].encode()
-    procs = [p for p in Path("/proc").iterdir() if p.name.isdigit()]
-    drivers = {
-        int(p.name)
-        for p in procs
-        if (argv := _argv(p))
-        and Path(argv[0].decode(errors="replace")).name == "chromedriver"
-        and f"--port={port.decode()}".encode() in argv
-    }
-    assert drivers, f"no chromedriver serves {endpoint}"
-    count = 0
-    for p in procs:
-        argv = _argv(p)
-        if not argv or _parent(p) not in drivers:
-            continue
-        if "chrom" in Path(argv[0].decode(errors="replace")).name and not any(
-            a.startswith(b"--type=") for a in argv
-        ):
-            count += 1
-    return count
+    return len(browser_pids(endpoint))
 
 
 async def settled_count(endpoint: str, want: int) -> int:

@@ -323,3 +323,86 @@ async def test_subscribe_without_contexts_is_global(conn: BidiConnection, peer: 
         command = await peer.next_command()
         assert command["params"] == {"events": ["script.message"]}
         await peer.reply(command, {"subscription": "sub-2"})
+
+
+# --- a relay that outlives its browser (issue #8 item 9) ----------------------------------
+
+
+async def test_a_gone_browser_fails_every_pending_command_at_once_on_a_silent_socket(
+    peer: Peer,
+) -> None:
+    """The peer never answers and never closes (a Grid relay after its browser died); the
+    probe says the session is gone: all pending commands fail together, long before
+    their timeouts, and the connection counts as closed."""
+    conn = await BidiConnection.connect(peer.url, timeout=60.0)
+    probes: list[float] = []
+
+    async def gone() -> bool:
+        probes.append(anyio.current_time())
+        return len(probes) >= 2  # alive at the first look, gone at the second
+
+    conn.watch(gone, every=0.05)
+    errors: list[BaseException] = []
+
+    async def send(method: str) -> None:
+        try:
+            await conn.send(method, timeout=60.0)
+        except BrowserUnavailable as exc:
+            errors.append(exc)
+
+    start = anyio.current_time()
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as tg:
+            for method in ("browsingContext.navigate", "script.evaluate", "storage.getCookies"):
+                tg.start_soon(send, method)
+    assert len(errors) == 3 and all(type(e) is BrowserUnavailable for e in errors)
+    assert anyio.current_time() - start < 2.0
+    assert conn.closed
+    with pytest.raises(BrowserUnavailable):
+        await conn.send("script.evaluate")
+    await conn.close()
+
+
+async def test_the_probe_only_runs_while_commands_wait_and_a_live_answer_changes_nothing(
+    conn: BidiConnection, peer: Peer
+) -> None:
+    probes = 0
+
+    async def gone() -> bool:
+        nonlocal probes
+        probes += 1
+        return False
+
+    conn.watch(gone, every=0.05)
+    assert await call(conn, peer, "session.status", {"ready": True}) == {"ready": True}
+    with pytest.raises(BidiTimeout):
+        await conn.send("script.evaluate", timeout=0.3)
+    seen = probes
+    assert seen >= 1 and not conn.closed
+    await anyio.sleep(0.2)  # nothing pending: no more probes
+    assert probes <= seen + 1
+
+
+async def test_an_event_wait_fails_the_moment_the_socket_closes(
+    conn: BidiConnection, peer: Peer
+) -> None:
+    """A load awaited as an event (no command pending) must not outlive the browser."""
+    never: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(peer.close)
+            with pytest.raises(BrowserUnavailable):
+                await conn.wait_event(never, timeout=60.0, what="browsingContext.load")
+    with pytest.raises(BrowserUnavailable):
+        await conn.wait_event(never, timeout=60.0, what="browsingContext.load")
+
+
+async def test_an_event_wait_returns_what_the_event_brought_or_times_out(
+    conn: BidiConnection,
+) -> None:
+    loop = asyncio.get_running_loop()
+    brought: asyncio.Future[str] = loop.create_future()
+    loop.call_soon(brought.set_result, "loaded")
+    assert await conn.wait_event(brought, timeout=WAIT, what="x") == "loaded"
+    with pytest.raises(BidiTimeout):
+        await conn.wait_event(loop.create_future(), timeout=0.05, what="browsingContext.load")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sitekeep.errors import InvalidInput
+from sitekeep.errors import InvalidInput, OwnAddress
 from sitekeep.policy import check_key, check_url
 from sitekeep.sites import group_by_site, site_of
 
@@ -70,13 +70,13 @@ def test_the_field_name_can_be_chosen_by_the_caller() -> None:
     ],
 )
 def test_the_servers_own_origins_are_refused(url: str) -> None:
-    with pytest.raises(InvalidInput) as caught:
+    with pytest.raises(OwnAddress) as caught:
         check_url(url, own_origins=OWN)
     assert caught.value.field == "url"
 
 
 def test_own_origins_on_a_default_port_are_refused() -> None:
-    with pytest.raises(InvalidInput):
+    with pytest.raises(OwnAddress):
         check_url("http://localhost/admin", own_origins=["http://localhost:80"])
 
 

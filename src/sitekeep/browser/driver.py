@@ -40,6 +40,7 @@ __all__ = [
     "delete_session",
     "find_geckodriver",
     "session_alive",
+    "session_gone",
 ]
 
 log = logging.getLogger(__name__)
@@ -187,6 +188,24 @@ async def session_alive(endpoint: str, session_id: str, *, timeout: float = 5.0)
     except httpx.HTTPError as exc:
         raise BrowserUnavailable(f"the WebDriver server at {endpoint} cannot be reached") from exc
     return reply.status_code == 200
+
+
+async def session_gone(endpoint: str, session_id: str, *, timeout: float = 2.0) -> bool:
+    """Whether the WebDriver server says the session no longer exists: 404 ``invalid
+    session id`` (W3C WebDriver §Errors) — what chromedriver and geckodriver answer for a
+    session whose browser was killed. Anything else (an answer, a timeout while the
+    driver is busy, an unreachable server) proves nothing and is False."""
+    try:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            reply = await client.get(f"{endpoint.rstrip('/')}/session/{session_id}/window")
+    except httpx.HTTPError:
+        return False
+    if reply.status_code != 404:
+        return False
+    try:
+        return bool(reply.json()["value"]["error"] == "invalid session id")
+    except (ValueError, KeyError, TypeError):
+        return False
 
 
 def _free_port() -> int:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sitekeep.browser.bidi import BidiConnection
+from sitekeep.browser.guard import OwnAddressGuard
 from sitekeep.browser.samesite import SameSiteLog
 from sitekeep.browser.tracker import LeaveTracker
 from sitekeep.errors import (
@@ -19,6 +20,7 @@ from sitekeep.errors import (
     BrowserUnavailable,
     NavigationFailed,
     NoHistoryEntry,
+    OwnAddress,
 )
 from sitekeep.model import BrowserRef
 
@@ -57,6 +59,8 @@ class LiveBrowser:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     same_site: SameSiteLog = field(default_factory=SameSiteLog)
     """What the ``Set-Cookie`` headers this socket saw said about SameSite (Chromium)."""
+    guard: OwnAddressGuard | None = None
+    """Fails the browser's requests to the sitekeep server itself (``browser.guard``)."""
 
     async def evaluate_json(
         self,
@@ -107,7 +111,14 @@ class LiveBrowser:
                 await asyncio.sleep(0.02)
 
     async def navigate(self, url: str, context: str | None = None) -> PageInfo:
-        """``browsingContext.navigate`` with ``wait: complete``; returns where it landed."""
+        """``browsingContext.navigate`` with ``wait: complete``; returns where it landed.
+
+        Raises:
+            NavigationFailed: the page could not be loaded (``reason`` net::ERR_…).
+            OwnAddress: the load failed because a request of it (the page, a redirect
+                hop) reached the sitekeep server itself and was refused.
+        """
+        refused = self.guard.refusals if self.guard is not None else 0
         try:
             await self.conn.send(
                 "browsingContext.navigate",
@@ -115,6 +126,8 @@ class LiveBrowser:
                 timeout=self.navigation_timeout,
             )
         except BidiError as exc:
+            if self.guard is not None and self.guard.refusals > refused:
+                raise OwnAddress() from exc
             reason = _NET_ERROR.search(exc.detail)
             if reason is None:
                 raise
@@ -202,11 +215,7 @@ class LiveBrowser:
             },
         )
         limit = timeout or self.navigation_timeout
-        try:
-            async with asyncio.timeout(limit):
-                await loaded
-        except TimeoutError:
-            raise BidiTimeout("browsingContext.load", limit) from None
+        await self.conn.wait_event(loaded, timeout=limit, what="browsingContext.load")
 
 
 class Loads:

@@ -28,6 +28,7 @@ from dataclasses import replace
 
 import anyio.to_thread
 
+from sitekeep.address import ServerAddress
 from sitekeep.browser.bidi import BidiConnection
 from sitekeep.browser.driver import (
     LocalChromedriver,
@@ -37,7 +38,9 @@ from sitekeep.browser.driver import (
     delete_session,
     find_geckodriver,
     session_alive,
+    session_gone,
 )
+from sitekeep.browser.guard import OwnAddressGuard
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.proxy import ProxyAuth, ProxySettings
 from sitekeep.browser.samesite import SameSiteLog
@@ -84,6 +87,8 @@ class BrowserManager:
             "firefox": set(),
         }
         self._pool_file = settings.data_dir / "warm" / f"{os.getpid()}.json"
+        self.own_address = own_address(settings)
+        """Where this server listens: every browser's requests there fail (SPEC §12)."""
 
     @property
     def local_driver(self) -> LocalChromedriver | None:
@@ -237,6 +242,7 @@ class BrowserManager:
             bidi_timeout=self._settings.bidi_timeout,
             navigation_timeout=self._settings.navigation_timeout,
             proxy=proxy,
+            own=self.own_address,
         )
         self._live[ref.generation] = live
         return live
@@ -378,22 +384,29 @@ async def wire(
     bidi_timeout: float,
     navigation_timeout: float,
     proxy: ProxySettings | None = None,
+    own: ServerAddress | None = None,
 ) -> LiveBrowser:
     """A :class:`LiveBrowser` on a new BiDi socket to ``ref.ws_url``: the leave tracker's
     and (Chromium) the SameSite log's listeners subscribed, with ``install`` the preload
     script that captures storage on leave, on the main tab (``ref.context`` if it is
-    still there, else the first top-level one, else a new tab).
+    still there, else the first top-level one, else a new tab). With ``own`` (where the
+    server listens), every request of the browser there fails (``browser.guard``); while
+    commands wait, the WebDriver endpoint is asked whether the browser is gone.
 
     Raises:
         BrowserUnavailable: the socket cannot be opened or a command fails.
     """
     conn = await BidiConnection.connect(ref.ws_url, timeout=bidi_timeout)
+    conn.watch(lambda: session_gone(ref.endpoint, ref.session_id))
+    guard = OwnAddressGuard(own) if own is not None else None
     same_site = SameSiteLog()
     events: tuple[str, ...] = _TRACKED
     if ref.kind == "chromium":  # it reports unspecified SameSite as none (browser.samesite)
         conn.add_listener("network.responseCompleted", same_site.on_response_completed)
         events = (*_TRACKED, "network.responseCompleted")
     try:
+        if guard is not None:
+            await guard.install(conn)
         if proxy is not None and proxy.has_credentials:
             await ProxyAuth(proxy).install(conn)
         for event, listener in (
@@ -424,6 +437,7 @@ async def wire(
         context=context,
         navigation_timeout=navigation_timeout,
         same_site=same_site,
+        guard=guard,
     )
 
 
@@ -436,3 +450,13 @@ async def _main_context(conn: BidiConnection, wanted: str) -> str:
         return contexts[0]
     created = await conn.send("browsingContext.create", {"type": "tab"})
     return str(created["context"])
+
+
+def own_address(settings: Settings) -> ServerAddress:
+    """Where the server of ``settings`` listens, as its browsers resolve names."""
+    return ServerAddress.listening(
+        settings.host,
+        settings.port,
+        browser_args=settings.browser_args,
+        firefox_prefs=settings.firefox_prefs,
+    )

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sitekeep.browser.live import LiveBrowser
-from sitekeep.errors import BidiError, BidiTimeout, BrowserUnavailable, InvalidInput, NotFound
+from sitekeep.errors import BidiError, BrowserUnavailable, InvalidInput, NotFound
 
 __all__ = [
     "KEYS",
@@ -453,9 +453,7 @@ async def settle(browser: LiveBrowser, action: Callable[[], Awaitable[Any]]) -> 
             async with asyncio.timeout(SETTLE_GRACE):
                 await watch.started.wait()
         if watch.started.is_set():
-            try:
-                async with asyncio.timeout(browser.navigation_timeout):
-                    await watch.loaded.wait()
-            except TimeoutError:
-                raise BidiTimeout("browsingContext.load", browser.navigation_timeout) from None
+            await browser.conn.wait_event(
+                watch.loaded.wait(), timeout=browser.navigation_timeout, what="browsingContext.load"
+            )
     return result

@@ -1,0 +1,111 @@
+"""The browser never reaches the sitekeep server itself (SPEC §12; issue #8 item 5).
+
+A URL check before navigating cannot see what a page does next: a 302 from an allowed
+host, a frame, an image, a ``fetch``, a name that resolves to loopback. So every browser
+carries a ``network.addIntercept`` in the ``beforeRequestSent`` phase (W3C WebDriver BiDi
+§7.6.3) for requests to the server's **port** on any host — the URL pattern keeps every
+other request free of a round trip — and each such request is resolved the way the
+browser resolves it (``sitekeep.address``): one that reaches the server's own listening
+address fails (``network.failRequest``, the page sees a network error) and any other
+continues (``network.continueRequest``). Redirect hops are requests of their own, so a
+redirect to the server fails at the hop.
+
+Install it on every connection, like the proxy's credentials: intercepts and
+subscriptions belong to the connection that made them, and a blocked request nobody
+answers wedges its tab (research/bidi-spike.md §9 gotcha 7) — so every decision is
+answered, and a failed decision fails the request rather than leaving it blocked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+from urllib.parse import urlsplit
+
+from sitekeep.address import ServerAddress, port_of, system_resolve
+from sitekeep.browser.bidi import BidiConnection
+from sitekeep.errors import BidiError, BrowserUnavailable
+
+__all__ = ["OwnAddressGuard"]
+
+log = logging.getLogger(__name__)
+
+_EVENT = "network.beforeRequestSent"
+_DEFAULT_PORTS = (80, 443)
+_RESOLVE_TIMEOUT = 2.0
+
+
+class OwnAddressGuard:
+    """Fails every request of a browser that would reach the sitekeep server.
+
+    Attributes:
+        refusals: how many requests it has failed on this connection.
+    """
+
+    def __init__(self, own: ServerAddress) -> None:
+        self._own = own
+        self._conn: BidiConnection | None = None
+        self._intercept: str | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.refusals = 0
+
+    async def install(self, conn: BidiConnection) -> None:
+        """Subscribe to ``network.beforeRequestSent`` and intercept requests to the
+        server's port on any host (every request when it is a scheme's default port,
+        which a URL pattern cannot tell from none).
+
+        Raises:
+            BidiError, BrowserUnavailable: the browser refused or went away.
+        """
+        self._conn = conn
+        conn.add_listener(_EVENT, self._on_request)
+        await conn.subscribe([_EVENT])
+        params: dict[str, Any] = {"phases": ["beforeRequestSent"]}
+        if self._own.port not in _DEFAULT_PORTS:
+            params["urlPatterns"] = [{"type": "pattern", "port": str(self._own.port)}]
+        result = await conn.send("network.addIntercept", params)
+        self._intercept = str(result.get("intercept", ""))
+
+    def _on_request(self, params: dict[str, Any]) -> None:
+        intercepts = params.get("intercepts") or []
+        if not params.get("isBlocked") or self._intercept not in intercepts:
+            return
+        request = params.get("request") or {}
+        ident, url = str(request.get("request", "")), str(request.get("url", ""))
+        # Another intercept (the spare tab's) answers requests it also holds.
+        alone = len(intercepts) == 1
+        task = asyncio.get_running_loop().create_task(self._answer(ident, url, alone))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _answer(self, request: str, url: str, alone: bool) -> None:
+        assert self._conn is not None
+        try:
+            own = await self._reaches(url)
+        except Exception:  # never leave the request blocked: it would wedge the tab
+            log.exception("the own-address check failed: the request is failed")
+            own = True
+        if own:
+            self.refusals += 1
+            log.info("refused a browser request to the sitekeep server itself")
+        elif not alone:
+            return
+        method = "network.failRequest" if own else "network.continueRequest"
+        with contextlib.suppress(BidiError, BrowserUnavailable):
+            await self._conn.send(method, {"request": request})
+
+    async def _reaches(self, url: str) -> bool:
+        try:
+            host = urlsplit(url).hostname or ""
+        except ValueError:
+            return False
+        if not host or port_of(url) != self._own.port:
+            return False
+        found = self._own.addresses_of(host)
+        if not found:  # not a literal nor a name the browser maps: the system resolver
+            loop = asyncio.get_running_loop()
+            async with asyncio.timeout(_RESOLVE_TIMEOUT):
+                found = await loop.run_in_executor(None, system_resolve, host)
+        return any(self._own.is_own(address) for address in found)

@@ -1,0 +1,96 @@
+"""The browser never reaches the sitekeep server itself (issue #8 item 5; SPEC §12).
+
+The app is served on a real socket (a free port) and every request that socket receives
+is recorded: the test's own calls go in-process, so anything recorded came from the
+browser. A page on an allowed host frames the server, loads an image from it and
+fetches from it, each in another spelling of its address; a 302 from an allowed host
+sends the top-level page there. Nothing may arrive, and the redirected navigation is
+refused as ``own_address`` (403).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from urllib.parse import quote
+
+import pytest
+import uvicorn
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from fixtures.sites import Sites
+from support import Api, ApiFactory
+
+pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
+
+
+class Recorder:
+    """Records the path of every HTTP request the wrapped app receives on the socket."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.paths: list[str] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            self.paths.append(scope["path"])
+        await self.app(scope, receive, send)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+async def served(make_api: ApiFactory) -> AsyncIterator[tuple[Api, Recorder, int]]:
+    """The app, its service listening on a real port (its own address), and what that
+    socket received."""
+    port = free_port()
+    api: Api = await make_api(host="127.0.0.1", port=port)
+    recorder = Recorder(api.http._transport.app)  # type: ignore[attr-defined]
+    config = uvicorn.Config(
+        recorder, host="127.0.0.1", port=port, lifespan="off", log_level="error"
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.get_running_loop().create_task(server.serve())
+    while not server.started:
+        assert not task.done(), "the server did not start"
+        await asyncio.sleep(0.01)
+    yield api, recorder, port
+    server.should_exit = True
+    await task
+
+
+@pytest.mark.parametrize(
+    ("browser", "via"), [("chromium", "local"), ("firefox", "local"), ("chromium", "grid")]
+)
+async def test_no_request_of_the_browser_reaches_the_server_in_any_spelling(
+    served: tuple[Api, Recorder, int], sites: Sites
+) -> None:
+    api, recorder, port = served
+    await api.open(key="k", url=sites.url("app.example.test"))
+    body = (
+        f'<iframe id="f" src="http://127.1:{port}/openapi.json"></iframe>'
+        f'<img id="i" src="http://0x7f000001:{port}/healthz">'
+        f'<iframe src="http://[::ffff:127.0.0.1]:{port}/admin"></iframe>'
+        f"<script>fetch('http://localhost.:{port}/healthz').catch(() => 0)</script>"
+    )
+    page = sites.url("app.example.test", "/__fixture/html?body=" + quote(body))
+    landed = await api.go("k", page)
+    assert landed["title"] == "Fixture HTML"  # the page itself loads
+    # A 302 from an allowed host to the server: the hop is refused.
+    hop = sites.url("app.example.test", f"/__fixture/redirect?to=http://2130706433:{port}/")
+    reply = await api.http.post("/v1/sessions/k/navigate", json={"url": hop})
+    assert reply.status_code == 403, reply.text
+    assert reply.json()["error"]["type"] == "own_address"
+    # A spelling the URL check knows is refused before the browser is asked.
+    reply = await api.http.post(
+        "/v1/sessions/k/navigate", json={"url": f"http://any.example.test:{port}/"}
+    )
+    assert reply.status_code == 403 and reply.json()["error"]["field"] == "url"
+    # The page can still reach the allowed host (the guard holds only the server's port).
+    assert (await api.go("k", sites.url("app.example.test")))["title"]
+    assert recorder.paths == []

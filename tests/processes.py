@@ -1,0 +1,65 @@
+"""The browser processes of this run's WebDriver servers, read from /proc (Linux).
+
+Other test runs share the machine: only processes whose parent is this run's driver
+(found by its ``--port``) are counted, so their browsers never enter a count here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["browser_pids", "main_browsers"]
+
+
+def _argv(proc: Path) -> list[bytes]:
+    try:
+        return (proc / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
+def _parent(proc: Path) -> int:
+    try:
+        stat = (proc / "stat").read_text(encoding="utf-8")
+    except OSError:
+        return -1
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def _name(argv: list[bytes]) -> str:
+    return Path(argv[0].decode(errors="replace")).name if argv else ""
+
+
+def browser_pids(endpoint: str, driver: str = "chromedriver") -> set[int]:
+    """Main processes of the browsers started by the ``driver`` serving ``endpoint``
+    (Chromium's helpers, ``--type=…``, and Firefox's content processes left out)."""
+    port = endpoint.rstrip("/").rsplit(":", 1)[1]
+    procs = [p for p in Path("/proc").iterdir() if p.name.isdigit()]
+    drivers = {
+        int(p.name)
+        for p in procs
+        if _name(argv := _argv(p)).startswith(driver) and f"--port={port}".encode() in argv
+    }
+    assert drivers, f"no {driver} serves {endpoint}"
+    return {
+        int(p.name)
+        for p in procs
+        if _parent(p) in drivers
+        and (argv := _argv(p))
+        and not any(a.startswith(b"--type=") or a == b"-contentproc" for a in argv)
+        and _name(argv)
+        and not _name(argv).startswith(driver)
+    }
+
+
+def main_browsers(pids: list[int]) -> set[int]:
+    """Of ``pids``, the browsers' main processes (no helpers, content processes, drivers)."""
+    found = set()
+    for pid in pids:
+        argv = _argv(Path(f"/proc/{pid}"))
+        name = _name(argv)
+        if name not in ("chromium", "chrome", "firefox", "firefox-esr"):
+            continue
+        if not any(a.startswith(b"--type=") or a == b"-contentproc" for a in argv):
+            found.add(pid)
+    return found
