@@ -700,9 +700,7 @@ async def measure_singles(
             await svc.delete_session(WHO, "rt")
     finally:
         for _kind, svc in kinds[1:]:
-            await svc.browsers.close_all()
-            await svc.aclose()
-            svc.browsers.stop_local_drivers()
+            await singles.end_service(svc)
     console.print("[dim]journal overhead on a navigate…[/dim]")
 
     def make_service(**overrides: Any) -> Service:

@@ -93,8 +93,7 @@ async def _switched(
                     times[name].append(ms(start))
     finally:
         for service in (on, off):
-            await service.browsers.close_all()
-            await service.aclose()
+            await end_service(service)
     p_on, p_off = statistics.median(times["on"]), statistics.median(times["off"])
     return {
         "how": "switched",
@@ -133,6 +132,7 @@ async def _estimated(
         await service.delete_session(who, "journal")
     finally:
         await journal.aclose()
+        await end_service(service)
     p_nav, p_writes = statistics.median(nav), statistics.median(writes)
     return {
         "how": "estimated: the service does not journal yet (no SITEKEEP_JOURNAL switch); "
@@ -142,3 +142,10 @@ async def _estimated(
         "overhead": p_writes / p_nav,
         "n": samples,
     }
+
+
+async def end_service(service: Service) -> None:
+    """Close the service's browsers and its embedded driver."""
+    await service.browsers.close_all()
+    await service.aclose()
+    service.browsers.stop_local_drivers()

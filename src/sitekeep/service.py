@@ -756,12 +756,9 @@ class Service:
         )
         call.record, call.landed = record, []
         browser = call.browser
-        page = await browser.page_info()
-        current = hist.origin_of(page.url)
-        order = ([current] if current else []) + [
-            e.origin for e in record.history if e.origin != current
-        ]
-        read = await save_read(browser, order, deadline=self.settings.save_deadline, full=full)
+        history = [e.origin for e in record.history]
+        read = await save_read(browser, history, deadline=self.settings.save_deadline, full=full)
+        page, order = read.page, read.order
         databases: dict[str, list[dict[str, Any]]] | None = None
         databases_failed: dict[str, str] = {}
         if indexed_db:
