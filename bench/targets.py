@@ -106,7 +106,11 @@ def summarise(
             if s.firefox:
                 row |= {"firefox_ms": ff, "firefox_ratio": ff / pw}
             measures.setdefault(op, {})[str(n)] = row
-    summary: dict[str, Any] = {"schema": SCHEMA, "measures": measures, "singles": dict(singles)}
+    figures = {
+        name: {k: v for k, v in fig.items() if k != "values_ms"}  # raw values stay in results/
+        for name, fig in singles.items()
+    }
+    summary: dict[str, Any] = {"schema": SCHEMA, "measures": measures, "singles": figures}
     summary["targets"] = verdicts(summary)
     return summary
 
