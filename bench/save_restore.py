@@ -736,7 +736,8 @@ def git_commit() -> tuple[str, bool]:
             ["git", *args], cwd=ROOT, capture_output=True, text=True, check=False
         ).stdout.strip()
 
-    return git("rev-parse", "--short=12", "HEAD") or "unknown", bool(git("status", "--porcelain"))
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return git("rev-parse", "--short=12", "HEAD") or "unknown", bool(dirty)
 
 
 async def main(
