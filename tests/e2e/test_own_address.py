@@ -121,6 +121,12 @@ async def test_the_webdriver_endpoint_is_refused_like_the_server(
     reply = await api.http.post("/v1/sessions/k/navigate", json={"url": hop})
     assert reply.status_code == 403, reply.text
     assert reply.json()["error"]["type"] == "own_address"
+    debugger = (await api.browser("k")).ref.debugger  # Chromium's DevTools endpoint
+    assert debugger, "chromedriver reports its browser's debuggerAddress"
+    dev_port = debugger.rsplit(":", 1)[1]
+    for url in (f"http://127.1:{dev_port}/json/list", f"http://0x7f000001:{dev_port}/json"):
+        reply = await api.http.post("/v1/sessions/k/navigate", json={"url": url})
+        assert reply.status_code == 403, reply.text
     text = await api.call("POST", "/v1/sessions/k/read", {})
     assert "sessionId" not in str(text) and "ready" not in str(text)
     assert (await api.go("k", sites.url("app.example.test")))["title"]

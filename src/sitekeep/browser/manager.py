@@ -248,6 +248,8 @@ class BrowserManager:
         # own) are refused by every browser, this one included, before it is handed out.
         await self.own_address.add(ref.endpoint)
         await self.own_address.add(ref.ws_url)
+        if ref.debugger:  # Chromium's DevTools HTTP endpoint (GET /json/close/… closes tabs)
+            await self.own_address.add(f"http://{ref.debugger}")
         live = await wire(
             ref,
             tracker,
