@@ -52,6 +52,7 @@ class Team:
     http: httpx.AsyncClient
     service: Service
     headers: dict[str, dict[str, str]]
+    tokens: dict[str, str]
 
     async def call(
         self, who: str, method: str, path: str, body: Any = None, content: bytes | None = None
@@ -90,7 +91,8 @@ async def team(make_api: ApiFactory) -> AsyncIterator[Team]:
         "bob": await svc.create_token(WHO.tenant, "bob", "member"),
         "boss": await svc.create_token(WHO.tenant, "boss", "admin"),
     }
-    yield Team(api.http, svc, {w: {"Authorization": f"Bearer {t}"} for w, t in tokens.items()})
+    headers = {w: {"Authorization": f"Bearer {t}"} for w, t in tokens.items()}
+    yield Team(api.http, svc, headers, tokens)
 
 
 SAVED = SiteData(cookies=(Cookie("sessionid", SID, "app.example.test", http_only=True),))
@@ -173,6 +175,14 @@ async def test_a_typed_secret_value_copied_into_storage_is_masked_in_every_view(
     for reply in views:
         assert reply.status_code == 200, (reply.request.url, reply.text)
         assert TYPED_SECRET not in reply.text and "•••" in reply.text, reply.request.url
+    # The admin UI's host pane, signed in as a person would be.
+    transport = team.http._transport  # type: ignore[attr-defined]
+    async with httpx.AsyncClient(transport=transport, base_url="http://sitekeep.test") as ui:
+        signed = await ui.post("/admin/sign-in", data={"token": team.tokens["boss"]})
+        assert signed.status_code == 303, signed.text
+        pane = await ui.get("/admin/ui/sessions/s3/panes/site-data/app.example.test")
+        assert pane.status_code == 200 and "remember" in pane.text
+        assert TYPED_SECRET not in pane.text and "•••" in pane.text
     exported = views[0].json()
     assert exported["cookies"][0]["value"] == "u:•••"
     assert exported["origins"][0]["localStorage"] == [{"name": "pw", "value": "•••"}]
