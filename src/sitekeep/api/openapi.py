@@ -56,6 +56,11 @@ _WHY = {
 }
 
 
+_DRIVING = ("/v1/sessions", "/v1/live-sessions")
+"""Paths whose POSTs may start, reopen or navigate a browser (a profile's ``/capture``
+reads a session's browser too)."""
+
+
 def _calls(dependant: Dependant) -> Iterator[Callable[..., Any]]:
     for sub in dependant.dependencies:
         if sub.call is not None:
@@ -77,7 +82,9 @@ def statuses_of(
         statuses.add(400)
     if has_body:
         statuses.add(413)
-    drives = method == "POST" and route.path_format.startswith("/v1/sessions")
+    drives = method == "POST" and (
+        route.path_format.startswith(_DRIVING) or route.path_format.endswith("/capture")
+    )
     if admin in calls or drives:
         statuses.add(403)
     if route.dependant.path_params or drives:
