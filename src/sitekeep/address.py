@@ -20,18 +20,21 @@ second answer is also seen here.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import fnmatch
 import ipaddress
 import re
 import socket
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 __all__ = [
     "IPAddress",
+    "Refused",
     "Resolver",
     "ServerAddress",
     "host_of",
@@ -188,6 +191,97 @@ class ServerAddress:
         if not host:
             return False
         return any(self.is_own(a) for a in self.addresses_of(host, resolve))
+
+
+class Refused:
+    """Every socket the browsers must never reach (SPEC §12): the sitekeep server and each
+    WebDriver/BiDi endpoint it drives browsers through — the embedded chromedriver, every
+    geckodriver and its Firefox's BiDi port, a configured Grid or remote WebDriver server.
+    A page that reached one of those could drive another tenant's browser (list its
+    sessions, read its cookies and typed fields), so each is refused like the server itself:
+    address **and** port, in every spelling (:class:`ServerAddress`).
+
+    Endpoints appear while the server runs (a geckodriver per Firefox, the chromedriver when
+    first needed): :meth:`add` tells every subscriber (each browser's guard) before the
+    endpoint is used.
+
+    Attributes:
+        server: where the sitekeep server itself listens.
+    """
+
+    def __init__(
+        self,
+        server: ServerAddress,
+        endpoints: Iterable[str] = (),
+        *,
+        browser_args: Iterable[str] = (),
+        firefox_prefs: Mapping[str, Any] | None = None,
+    ) -> None:
+        """``endpoints``: WebDriver/BiDi URLs known from the start (a configured Grid)."""
+        self.server = server
+        self._args = tuple(browser_args)
+        self._prefs = dict(firefox_prefs or {})
+        self._sockets: dict[tuple[str, int], ServerAddress] = {}
+        self._subscribers: list[Callable[[int], Awaitable[None]]] = []
+        for url in endpoints:
+            self._insert(url)
+
+    @property
+    def sockets(self) -> tuple[ServerAddress, ...]:
+        """The server first, then every endpoint known so far."""
+        return (self.server, *self._sockets.values())
+
+    @property
+    def ports(self) -> frozenset[int]:
+        """Every refused port (on some address)."""
+        return frozenset(s.port for s in self.sockets)
+
+    def known(self, url: str) -> bool:
+        """Whether the endpoint at ``url`` is already refused."""
+        try:
+            host, port = urlsplit(url.strip()).hostname or "", port_of(url)
+        except ValueError:
+            return False
+        return port is not None and (host_of(host), port) in self._sockets
+
+    async def add(self, url: str) -> None:
+        """Refuse the endpoint at ``url`` (``http://host:port``, ``ws://…``) from now on;
+        every subscriber has been told when this returns. A URL without a host or port
+        is ignored."""
+        port = self._insert(url)
+        if port is not None:
+            told = [subscriber(port) for subscriber in list(self._subscribers)]
+            await asyncio.gather(*told, return_exceptions=True)
+
+    def _insert(self, url: str) -> int | None:
+        """Record the endpoint at ``url``; its port when no socket was refused on it."""
+        try:
+            host, port = urlsplit(url.strip()).hostname or "", port_of(url)
+        except ValueError:
+            return None
+        if not host or port is None or (host_of(host), port) in self._sockets:
+            return None
+        new = port not in self.ports
+        self._sockets[(host_of(host), port)] = ServerAddress.listening(
+            host, port, browser_args=self._args, firefox_prefs=self._prefs
+        )
+        return port if new else None
+
+    def subscribe(self, subscriber: Callable[[int], Awaitable[None]]) -> None:
+        """Call ``subscriber(port)`` for each port refused from now on."""
+        self._subscribers.append(subscriber)
+
+    def unsubscribe(self, subscriber: Callable[[int], Awaitable[None]]) -> None:
+        with contextlib.suppress(ValueError):
+            self._subscribers.remove(subscriber)
+
+    def on_port(self, port: int | None) -> list[ServerAddress]:
+        """The refused sockets on ``port``."""
+        return [s for s in self.sockets if s.port == port]
+
+    def reaches(self, url: str, resolve: Resolver | None = None) -> bool:
+        """Whether a request to ``url`` would reach a refused socket."""
+        return any(s.reaches(url, resolve) for s in self.on_port(port_of(url)))
 
 
 def _resolve_here(host: str) -> list[IPAddress]:

@@ -210,7 +210,9 @@ class Admin:
 
     async def site_data_host(self, who: Principal, key: str, site: str) -> dict[str, Any]:
         """One host of the snapshot in full — the owner's explicit per-host view, httpOnly
-        values shown as ``•••``.
+        values shown as ``•••``, and so is every stretch of a secret value typed in the
+        session that a page copied into a cookie or its storage (``masking``; the admin
+        UI's host pane shows this view).
 
         Returns:
             ``{key, site, cookies: [{name, value, domain, path, http_only, secure,
@@ -222,11 +224,12 @@ class Admin:
             ``site``.
         """
         self._gate(who, "a session's site data")
-        await self._svc._require(who, key)
+        record = await self._svc._require(who, key)
         snapshot = await self._svc._load_snapshot(who.tenant, key)
         if snapshot is None:
             raise NotFound("site", site)
-        return {"key": key, **sitedata.host_view(snapshot, site)}
+        masker = await self._svc.seam.masker(who.tenant, record)
+        return masker.value({"key": key, **sitedata.host_view(snapshot, site)})  # type: ignore[no-any-return]
 
     async def forget(self, who: Principal, key: str, site: str) -> dict[str, Any]:
         """Forget one host: its storage and its own cookies leave the stored snapshot;

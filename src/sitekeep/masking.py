@@ -20,12 +20,14 @@ something this cannot recognise. Screenshots are pixels and are not masked.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-__all__ = ["MASK", "PIECE", "Masker"]
+from sitekeep.model import OriginStorage, SiteData
+
+__all__ = ["MASK", "PIECE", "Masker", "masked_site_data"]
 
 MASK = "•••"
 PIECE = 12
@@ -92,3 +94,31 @@ class Masker:
         if isinstance(value, list | tuple):
             return [self.value(v) for v in value]
         return value
+
+
+def masked_site_data(masker: Masker, data: SiteData) -> SiteData:
+    """``data`` with every typed secret value masked in its cookie values and its
+    localStorage / sessionStorage keys and values (and IndexedDB records), for exports:
+    a storage state must never carry a value typed into a page that the page copied into
+    its storage (attacker review M3). Cookie names and where things are stay as they are."""
+    if not masker:
+        return data
+
+    def items(found: Mapping[str, str]) -> dict[str, str]:
+        return {masker.text(k): masker.text(v) for k, v in found.items()}
+
+    return replace(
+        data,
+        cookies=tuple(replace(c, value=masker.text(c.value)) for c in data.cookies),
+        origins={
+            origin: OriginStorage(
+                local=items(o.local),
+                indexed_db=tuple(masker.value(dict(db)) for db in o.indexed_db),
+            )
+            for origin, o in data.origins.items()
+        },
+        session=None
+        if data.session is None
+        else replace(data.session, items=items(data.session.items)),
+        tabs=tuple(replace(t, items=items(t.items)) for t in data.tabs),
+    )

@@ -161,6 +161,10 @@ class BrowserRef:
     insecure: bool = False
     context: str = ""
     """The main tab's browsing context id ("the page the browser is on")."""
+    debugger: str = ""
+    """``host:port`` of the browser's own DevTools endpoint when the driver reports one
+    (chromedriver's ``goog:chromeOptions.debuggerAddress``), refused to every browser
+    like the drivers (``address.Refused``); empty when not known."""
 
     @property
     def generation(self) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sitekeep import history as hist
-from sitekeep.address import ServerAddress
+from sitekeep.address import Refused, ServerAddress
 from sitekeep.browser import keys, page
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.errors import AssertionFailed, BidiError, InvalidInput, SecretNotAllowed, StaleRef
@@ -90,7 +90,7 @@ class Context:
     own_origins: Sequence[str]
     secrets: SecretsReader
     save: SaveFn
-    own: ServerAddress | None = None
+    own: Refused | ServerAddress | None = None
     """Where the server listens: a URL reaching it in any spelling is refused (403)."""
 
     async def target(self, ref: str | None, selector: str | None) -> str:

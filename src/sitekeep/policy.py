@@ -3,8 +3,10 @@
 Agents may open ``http:`` and ``https:`` pages and ``about:blank``. Refused: ``file:``,
 browser-internal schemes (``chrome:``, ``about:`` other than ``about:blank``…), script URLs,
 and the sitekeep server itself in any spelling of its address (``sitekeep.address``; an
-agent must not drive its own admin). The browsers refuse the server too, for every request
-a page makes (``sitekeep.browser.guard``): this check gives the clear error up front.
+agent must not drive its own admin), as well as every WebDriver/BiDi endpoint sitekeep
+drives browsers through (a page there could drive another tenant's browser). The
+browsers refuse them too, for every request a page makes (``sitekeep.browser.guard``):
+this check gives the clear error up front.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from sitekeep.address import ServerAddress
+from sitekeep.address import Refused, ServerAddress
 from sitekeep.errors import InvalidInput, OwnAddress
 from sitekeep.history import origin_of
 
@@ -25,14 +27,16 @@ _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 def check_url(
     url: str,
     *,
-    own: ServerAddress | None = None,
+    own: Refused | ServerAddress | None = None,
     own_origins: Iterable[str] = (),
     field: str = "url",
 ) -> str:
     """``url`` when an agent may navigate to it.
 
     Args:
-        own: where the server listens; a URL that reaches it in any spelling is refused.
+        own: where the server (and, as ``Refused``, every WebDriver/BiDi endpoint it
+            drives browsers through) listens; a URL that reaches one in any spelling is
+            refused.
         own_origins: origins refused as written (checked as well as ``own``).
 
     Raises:

@@ -48,6 +48,7 @@ from sitekeep.flows import run_steps
 from sitekeep.interop import FORMATS, Format, export_site_data, import_text
 from sitekeep.journal import Journal, JournalKey, open_journal
 from sitekeep.live import LiveSessions
+from sitekeep.masking import masked_site_data
 from sitekeep.model import (
     BrowserKind,
     Cookie,
@@ -218,6 +219,39 @@ class Service:
 
     async def _require(self, who: Principal, key: str) -> SessionRecord:
         return await self.seam.require(who, key)
+
+    async def _values_gate(
+        self, who: Principal, key: str, what: str, *, profile: bool = True
+    ) -> SessionRecord:
+        """The session's record when ``who`` may take its values out (attacker review M2,
+        M4): a storage-state export or import, a capture or save into a profile, the
+        browser handed over. Only the session's owner or an admin of its tenant may; and
+        a session opened from a profile holds that profile's sign-ins, so when it was
+        (``record.profile``), only one who may manage that profile (``capture``: see its
+        values) may — one who may only *use* a workspace profile never gets its values
+        out through a session. A profile deleted since: admins only. ``profile``
+        False: a write that takes no value out (an import) needs the owner or an admin only.
+
+        Raises:
+            NotFound: no such session. Forbidden: none of those; nothing was changed.
+        """
+        record = await self._require(who, key)
+        if who.role != "admin" and who.subject != record.owner:
+            raise Forbidden(f"only an admin or the session's owner may {what}")
+        if profile and record.profile is not None:
+            try:
+                await self.profiles.get(who, record.profile, "capture")
+            except NotFound:
+                if who.role != "admin":
+                    raise Forbidden(
+                        f"the session was opened from a profile: only an admin may {what}"
+                    ) from None
+            except Forbidden:
+                raise Forbidden(
+                    "the session was opened from a profile you may use but not manage: "
+                    f"only one who may manage it may {what}"
+                ) from None
+        return record
 
     async def _put(self, record: SessionRecord) -> None:
         await self.seam.put(record)
@@ -589,7 +623,8 @@ class Service:
                 SPEC §8); the browser was not touched.
         """
         if profile is not None:
-            await self.profiles.get(who, profile, "capture")  # the gate, before the browser
+            await self.profiles.get(who, profile, "capture")  # the gates, before the browser
+            await self._values_gate(who, key, "save it into a profile")
 
         async def body(s: Session) -> dict[str, Any]:
             s.save_full = full
@@ -727,9 +762,7 @@ class Service:
             NotFound: no such session. Forbidden: neither admin nor owner.
             Conflict: the session has no live browser (open it first).
         """
-        record = await self._require(who, key)
-        if who.role != "admin" and who.subject != record.owner:
-            raise Forbidden("only an admin or the session's owner may take over its browser")
+        record = await self._values_gate(who, key, "take over its browser")
         live = await self.seam.attach(record.browser) if record.browser is not None else None
         if live is None or record.browser is None:
             raise Conflict("the session has no live browser: open it first")
@@ -808,12 +841,13 @@ class Service:
 
     async def site_data_host(self, who: Principal, key: str, site: str) -> dict[str, Any]:
         """One host of the snapshot in full, httpOnly values shown as ``•••`` — the
-        owner's explicit per-host view, the one place values are shown.
+        owner's explicit per-host view, the one place values are shown (the owner or an
+        admin; who may manage the profile the session was opened from: :meth:`_values_gate`).
 
         Raises:
-            NotFound: the session, or nothing saved for ``site``.
+            NotFound: the session, or nothing saved for ``site``. Forbidden: the gate.
         """
-        record = await self._require(who, key)
+        record = await self._values_gate(who, key, "see its values")
         snapshot = await self._load_snapshot(who.tenant, key)
         if snapshot is None:
             raise NotFound("site", site)
@@ -893,6 +927,7 @@ class Service:
                 nothing was written.
         """
         await self.profiles.get(who, ident, "capture")
+        await self._values_gate(who, session, "capture it into a profile")
 
         args = {"profile": ident, "cookies": None if cookies is None else len(cookies)}
 
@@ -995,13 +1030,14 @@ class Service:
 
         Raises:
             InvalidInput: a broken file (the field named); nothing written.
-            NotFound: no such session.
+            NotFound: no such session. Forbidden: neither its owner nor an admin, or a
+                session opened from a profile the caller may not manage; nothing written.
         """
         form = _interop_format(fmt, optional=True)
         imported = import_text(_utf8(data), form, self._clock(), strict=strict)
 
         async def body() -> dict[str, Any]:
-            await self._require(who, key)
+            await self._values_gate(who, key, "replace its storage state", profile=False)
             await self._put_snapshot(who.tenant, key, imported.site_data)
             return {"key": key, "report": imported.report.as_json()}
 
@@ -1010,19 +1046,31 @@ class Service:
     async def export_session_state(
         self, who: Principal, key: str, fmt: str = "storage-state"
     ) -> tuple[bytes, str]:
-        """The session's saved snapshot as a file, and its media type (SPEC §15).
+        """The session's saved snapshot as a file, and its media type (SPEC §15): only for
+        the session's owner or an admin, and for a session opened from a profile only for
+        one who may manage that profile (:meth:`_values_gate`). Secret values typed in the
+        session are never exported: a page that copied one into a cookie or storage has
+        it exported as ``•••``.
 
         Raises:
             InvalidInput: an unknown ``format``. NotFound: no such session.
+            Forbidden: the gate above; nothing is exported.
         """
         form = _interop_format(fmt)
         return _exported(await self.saved_site_data(who, key), form)
 
     async def saved_site_data(self, who: Principal, key: str) -> SiteData:
-        """The session's saved snapshot, values and all (empty when none) — for the
-        owner's exports only. Raises: NotFound."""
-        await self._require(who, key)
-        return await self._load_snapshot(who.tenant, key) or SiteData()
+        """The session's saved snapshot, values and all (empty when none) — for exports,
+        behind :meth:`_values_gate` (the owner or an admin; who may manage the profile
+        the session was opened from) — except the secret values typed in the session:
+        an export never carries one, each stretch of one is ``•••`` (``masking``).
+
+        Raises:
+            NotFound: no such session. Forbidden: the gate.
+        """
+        record = await self._values_gate(who, key, "export its storage state")
+        snapshot = await self._load_snapshot(who.tenant, key) or SiteData()
+        return masked_site_data(await self.seam.masker(who.tenant, record), snapshot)
 
     # -- tokens, secrets, runs: the facades reach the stores only through these -----------
 

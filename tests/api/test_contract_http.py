@@ -181,6 +181,13 @@ async def test_openapi_lists_every_error_status_with_the_error_schema_and_no_422
     assert listed == STATUSES
     navigate = doc["paths"]["/v1/sessions/{key}/navigate"]["post"]["responses"]
     assert set(navigate) >= STATUSES
+    for path, method in (  # a session's values: its owner's or an admin's only
+        ("/v1/sessions/{key}/storage-state", "get"),
+        ("/v1/sessions/{key}/storage-state", "put"),
+        ("/v1/sessions/{key}/webdriver", "get"),
+        ("/v1/sessions/{key}/site-data/{site}", "get"),
+    ):
+        assert "403" in doc["paths"][path][method]["responses"], (method, path)
     admin = doc["paths"]["/admin/sessions/{key}/history"]["delete"]["responses"]
     assert {"400", "401", "403", "404"} <= set(admin) and "502" not in admin
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import AsyncIterator
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import pytest
 import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fixtures.sites import Sites
+from sitekeep.config import Settings
 from support import Api, ApiFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -94,3 +95,38 @@ async def test_no_request_of_the_browser_reaches_the_server_in_any_spelling(
     # The page can still reach the allowed host (the guard holds only the server's port).
     assert (await api.go("k", sites.url("app.example.test")))["title"]
     assert recorder.paths == []
+
+
+@pytest.mark.parametrize("browser", ["chromium"])
+async def test_the_webdriver_endpoint_is_refused_like_the_server(
+    make_api: ApiFactory, settings: Settings, sites: Sites
+) -> None:
+    """Attacker review C1: a page that reached the shared chromedriver could list every
+    session and read another tenant's cookies and typed fields. Its address and port are
+    refused in every spelling, by the URL check and by the browser for a redirect hop;
+    the fixture sites on the same address (other ports) stay reachable."""
+    assert settings.webdriver_url  # the run's chromedriver on 127.0.0.1
+    port = urlsplit(settings.webdriver_url).port
+    api: Api = await make_api()
+    await api.open(key="k", url=sites.url("app.example.test"))
+    for url in (
+        f"http://127.1:{port}/sessions",
+        f"http://0x7f000001:{port}/session/x/cookie",
+        f"http://driver.example.test:{port}/status",
+    ):
+        reply = await api.http.post("/v1/sessions/k/navigate", json={"url": url})
+        assert reply.status_code == 403, reply.text
+        assert reply.json()["error"]["type"] == "own_address"
+    hop = sites.url("app.example.test", f"/__fixture/redirect?to=http://2130706433:{port}/sessions")
+    reply = await api.http.post("/v1/sessions/k/navigate", json={"url": hop})
+    assert reply.status_code == 403, reply.text
+    assert reply.json()["error"]["type"] == "own_address"
+    debugger = (await api.browser("k")).ref.debugger  # Chromium's DevTools endpoint
+    assert debugger, "chromedriver reports its browser's debuggerAddress"
+    dev_port = debugger.rsplit(":", 1)[1]
+    for url in (f"http://127.1:{dev_port}/json/list", f"http://0x7f000001:{dev_port}/json"):
+        reply = await api.http.post("/v1/sessions/k/navigate", json={"url": url})
+        assert reply.status_code == 403, reply.text
+    text = await api.call("POST", "/v1/sessions/k/read", {})
+    assert "sessionId" not in str(text) and "ready" not in str(text)
+    assert (await api.go("k", sites.url("app.example.test")))["title"]

@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from sitekeep.address import ServerAddress, literal_ip
+from sitekeep.address import Refused, ServerAddress, literal_ip
 from sitekeep.errors import OwnAddress
 from sitekeep.policy import check_url
 
@@ -110,3 +110,35 @@ def test_literal_addresses_are_read_as_browsers_read_them(host: str, address: st
 @pytest.mark.parametrize("host", ["example.test", "deadbeef", "127.0.0.1 x", "", "1.2.3.4.5"])
 def test_names_are_not_addresses(host: str) -> None:
     assert literal_ip(host) is None
+
+
+@pytest.mark.anyio
+async def test_every_webdriver_endpoint_is_refused_and_each_new_one_announced() -> None:
+    """Attacker review C1: the drivers are refused like the server, address and port."""
+    args = ('--host-resolver-rules="MAP *.example.test 127.0.0.1"',)
+    refused = Refused(OWN, ["http://127.0.0.1:4444/wd/hub"], browser_args=args)
+    told: list[int] = []
+
+    async def tell(port: int) -> None:
+        told.append(port)
+
+    refused.subscribe(tell)
+    await refused.add("http://127.0.0.1:9515")
+    await refused.add("ws://127.0.0.1:9515/session/s")  # same socket: nothing new
+    await refused.add("ws://127.0.0.1:9222/session/s")
+    assert told == [9515, 9222]
+    assert refused.ports == {PORT, 4444, 9515, 9222}
+    for url in (
+        "http://127.1:9515/sessions",
+        "http://0x7f000001:9515/session/x/cookie",
+        "http://driver.example.test:9515/status",
+        "http://[::ffff:127.0.0.1]:4444/status",
+        "http://2130706433:9222/",
+        "http://127.1:8700/",
+    ):
+        assert refused.reaches(url), url
+        with pytest.raises(OwnAddress):
+            check_url(url, own=refused)
+    for url in ("http://127.0.0.1:9516/", "http://app.example.test:8080/", "http://10.0.0.1:9515/"):
+        assert not refused.reaches(url), url
+        assert check_url(url, own=refused) == url

@@ -4,8 +4,9 @@
 FastAPI documents 200 and a 422 that sitekeep never sends (its validation errors are
 400s). Here the 422 goes, and each operation lists the statuses it can answer, read from
 what the route is: any authenticated route can answer 401 and 503 (a store down); 400
-when it takes parameters or a body; 413 when it takes a body; 403 behind the admin gate
-or when it drives the browser (a secret's host, the server's own address); 404 and 409
+when it takes parameters or a body; 413 when it takes a body; 403 behind the admin gate,
+when it drives the browser (a secret's host, the server's own address) or hands a
+session's values out (its owner's or an admin's only); 404 and 409
 when it names a resource; 429 and 502 when it may start or navigate a browser.
 """
 
@@ -61,6 +62,11 @@ _DRIVING = ("/v1/sessions", "/v1/live-sessions")
 reads a session's browser too)."""
 
 
+_OWNERS_ONLY = ("/storage-state", "/webdriver", "/site-data/{site}")
+"""A session's routes that hand its values out or replace them: its owner's or an
+admin's only (``Service._values_gate``)."""
+
+
 def _calls(dependant: Dependant) -> Iterator[Callable[..., Any]]:
     for sub in dependant.dependencies:
         if sub.call is not None:
@@ -85,7 +91,10 @@ def statuses_of(
     drives = method == "POST" and (
         route.path_format.startswith(_DRIVING) or route.path_format.endswith("/capture")
     )
-    if admin in calls or drives:
+    owners = route.path_format.startswith("/v1/sessions/{key}/") and route.path_format.endswith(
+        _OWNERS_ONLY
+    )
+    if admin in calls or drives or owners:
         statuses.add(403)
     if route.dependant.path_params or drives:
         statuses |= {404, 409}

@@ -154,6 +154,8 @@ def create_session(endpoint: str, spec: SessionSpec) -> BrowserRef:
     ws_url = driver.caps.get("webSocketUrl")
     if not isinstance(ws_url, str):
         raise BrowserUnavailable("the WebDriver server gave no BiDi webSocketUrl")
+    chrome = driver.caps.get("goog:chromeOptions")
+    debugger = chrome.get("debuggerAddress") if isinstance(chrome, dict) else None
     return BrowserRef(
         kind=spec.kind,
         endpoint=endpoint,
@@ -161,6 +163,7 @@ def create_session(endpoint: str, spec: SessionSpec) -> BrowserRef:
         ws_url=ws_url,
         started_at=started,
         insecure=spec.insecure,
+        debugger=debugger if isinstance(debugger, str) else "",
     )
 
 

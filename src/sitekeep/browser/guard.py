@@ -1,4 +1,5 @@
-"""The browser never reaches the sitekeep server itself (SPEC §12; issue #8 item 5).
+"""The browser never reaches the sitekeep server itself, nor a WebDriver/BiDi endpoint
+(SPEC §12; issue #8 item 5; attacker review C1).
 
 A URL check before navigating cannot see what a page does next: a 302 from an allowed
 host, a frame, an image, a ``fetch``, a name that resolves to loopback. So every browser
@@ -24,7 +25,7 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
-from sitekeep.address import ServerAddress, port_of, system_resolve
+from sitekeep.address import Refused, ServerAddress, port_of, system_resolve
 from sitekeep.browser.bidi import BidiConnection
 from sitekeep.errors import BidiError, BrowserUnavailable
 
@@ -38,23 +39,26 @@ _RESOLVE_TIMEOUT = 2.0
 
 
 class OwnAddressGuard:
-    """Fails every request of a browser that would reach the sitekeep server.
+    """Fails every request of a browser that would reach the sitekeep server or one of
+    the WebDriver/BiDi endpoints it drives browsers through (``address.Refused``).
 
     Attributes:
         refusals: how many requests it has failed on this connection.
     """
 
-    def __init__(self, own: ServerAddress) -> None:
-        self._own = own
+    def __init__(self, own: Refused | ServerAddress) -> None:
+        self._own = own if isinstance(own, Refused) else Refused(own)
         self._conn: BidiConnection | None = None
-        self._intercept: str | None = None
+        self._intercepts: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._everything = False
         self.refusals = 0
 
     async def install(self, conn: BidiConnection) -> None:
-        """Subscribe to ``network.beforeRequestSent`` and intercept requests to the
-        server's port on any host (every request when it is a scheme's default port,
-        which a URL pattern cannot tell from none).
+        """Subscribe to ``network.beforeRequestSent`` and intercept requests to every
+        refused port on any host (every request when one is a scheme's default port,
+        which a URL pattern cannot tell from none); endpoints refused later get an
+        intercept of their own before they are used (``Refused.add``).
 
         Raises:
             BidiError, BrowserUnavailable: the browser refused or went away.
@@ -62,20 +66,40 @@ class OwnAddressGuard:
         self._conn = conn
         conn.add_listener(_EVENT, self._on_request)
         await conn.subscribe([_EVENT])
+        ports = self._own.ports
+        if ports & set(_DEFAULT_PORTS):
+            await self._intercept(None)
+        else:
+            await self._intercept(sorted(ports))
+        self._own.subscribe(self._on_new_port)
+        conn.on_close(lambda: self._own.unsubscribe(self._on_new_port))
+
+    async def _intercept(self, ports: list[int] | None) -> None:
+        assert self._conn is not None
         params: dict[str, Any] = {"phases": ["beforeRequestSent"]}
-        if self._own.port not in _DEFAULT_PORTS:
-            params["urlPatterns"] = [{"type": "pattern", "port": str(self._own.port)}]
-        result = await conn.send("network.addIntercept", params)
-        self._intercept = str(result.get("intercept", ""))
+        if ports is None:
+            self._everything = True
+        else:
+            params["urlPatterns"] = [{"type": "pattern", "port": str(p)} for p in ports]
+        result = await self._conn.send("network.addIntercept", params)
+        self._intercepts.add(str(result.get("intercept", "")))
+
+    async def _on_new_port(self, port: int) -> None:
+        if self._everything or self._conn is None or self._conn.closed:
+            return
+        try:
+            await self._intercept(None if port in _DEFAULT_PORTS else [port])
+        except (BidiError, BrowserUnavailable):  # a browser going away needs no guard
+            log.info("could not add an intercept for a new endpoint: the browser is gone")
 
     def _on_request(self, params: dict[str, Any]) -> None:
-        intercepts = params.get("intercepts") or []
-        if not params.get("isBlocked") or self._intercept not in intercepts:
+        intercepts = set(params.get("intercepts") or [])
+        if not params.get("isBlocked") or not intercepts & self._intercepts:
             return
         request = params.get("request") or {}
         ident, url = str(request.get("request", "")), str(request.get("url", ""))
         # Another intercept (the spare tab's) answers requests it also holds.
-        alone = len(intercepts) == 1
+        alone = intercepts <= self._intercepts
         task = asyncio.get_running_loop().create_task(self._answer(ident, url, alone))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -89,7 +113,7 @@ class OwnAddressGuard:
             own = True
         if own:
             self.refusals += 1
-            log.info("refused a browser request to the sitekeep server itself")
+            log.info("refused a browser request to the sitekeep server or a driver")
         elif not alone:
             return
         method = "network.failRequest" if own else "network.continueRequest"
@@ -101,11 +125,15 @@ class OwnAddressGuard:
             host = urlsplit(url).hostname or ""
         except ValueError:
             return False
-        if not host or port_of(url) != self._own.port:
+        sockets = self._own.on_port(port_of(url))
+        if not host or not sockets:
             return False
-        found = self._own.addresses_of(host)
-        if not found:  # not a literal nor a name the browser maps: the system resolver
-            loop = asyncio.get_running_loop()
-            async with asyncio.timeout(_RESOLVE_TIMEOUT):
-                found = await loop.run_in_executor(None, system_resolve, host)
-        return any(self._own.is_own(address) for address in found)
+        for own in sockets:
+            found = own.addresses_of(host)
+            if not found:  # not a literal nor a name the browser maps: the system resolver
+                loop = asyncio.get_running_loop()
+                async with asyncio.timeout(_RESOLVE_TIMEOUT):
+                    found = await loop.run_in_executor(None, system_resolve, host)
+            if any(own.is_own(address) for address in found):
+                return True
+        return False

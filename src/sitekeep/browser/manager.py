@@ -28,7 +28,7 @@ from dataclasses import replace
 
 import anyio.to_thread
 
-from sitekeep.address import ServerAddress
+from sitekeep.address import Refused, ServerAddress
 from sitekeep.browser.bidi import BidiConnection
 from sitekeep.browser.driver import (
     LocalChromedriver,
@@ -89,7 +89,8 @@ class BrowserManager:
         }
         self._pool_file = settings.data_dir / "warm" / f"{os.getpid()}.json"
         self.own_address = own_address(settings)
-        """Where this server listens: every browser's requests there fail (SPEC §12)."""
+        """Where this server and its WebDriver/BiDi endpoints listen: every browser's
+        requests there fail (SPEC §12)."""
 
     @property
     def local_driver(self) -> LocalChromedriver | None:
@@ -108,9 +109,12 @@ class BrowserManager:
         if self._settings.webdriver_url:
             return self._settings.webdriver_url.rstrip("/")
         if kind == "firefox":
-            return await anyio.to_thread.run_sync(self._gecko.spawn, self._settings.firefox)
-        assert self._local is not None
-        return await anyio.to_thread.run_sync(self._local.ensure)
+            url = await anyio.to_thread.run_sync(self._gecko.spawn, self._settings.firefox)
+        else:
+            assert self._local is not None
+            url = await anyio.to_thread.run_sync(self._local.ensure)
+        await self.own_address.add(url)  # refused by every browser before it is used
+        return url
 
     def _spec(
         self, kind: BrowserKind, insecure: bool, endpoint: str, proxy: ProxySettings | None = None
@@ -240,6 +244,12 @@ class BrowserManager:
         install: bool,
         proxy: ProxySettings | None = None,
     ) -> LiveBrowser:
+        # Its driver and BiDi socket (a geckodriver's Firefox listens on a port of its
+        # own) are refused by every browser, this one included, before it is handed out.
+        await self.own_address.add(ref.endpoint)
+        await self.own_address.add(ref.ws_url)
+        if ref.debugger:  # Chromium's DevTools HTTP endpoint (GET /json/close/… closes tabs)
+            await self.own_address.add(f"http://{ref.debugger}")
         live = await wire(
             ref,
             tracker,
@@ -391,7 +401,7 @@ async def wire(
     bidi_timeout: float,
     navigation_timeout: float,
     proxy: ProxySettings | None = None,
-    own: ServerAddress | None = None,
+    own: Refused | ServerAddress | None = None,
 ) -> LiveBrowser:
     """A :class:`LiveBrowser` on a new BiDi socket to ``ref.ws_url``: the leave tracker's
     and (Chromium) the SameSite log's listeners subscribed, with ``install`` the preload
@@ -459,11 +469,17 @@ async def _main_context(conn: BidiConnection, wanted: str) -> str:
     return str(created["context"])
 
 
-def own_address(settings: Settings) -> ServerAddress:
-    """Where the server of ``settings`` listens, as its browsers resolve names."""
-    return ServerAddress.listening(
-        settings.host,
-        settings.port,
+def own_address(settings: Settings) -> Refused:
+    """Where the server of ``settings`` listens, and its configured WebDriver endpoint (a
+    Grid), as its browsers resolve names; the embedded drivers are added as they start."""
+    return Refused(
+        ServerAddress.listening(
+            settings.host,
+            settings.port,
+            browser_args=settings.browser_args,
+            firefox_prefs=settings.firefox_prefs,
+        ),
+        [settings.webdriver_url] if settings.webdriver_url else [],
         browser_args=settings.browser_args,
         firefox_prefs=settings.firefox_prefs,
     )
