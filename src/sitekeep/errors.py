@@ -222,8 +222,10 @@ class SecretNotAllowed(Forbidden):
 
     type_name = "secret_not_allowed"
 
-    def __init__(self, secret: str, host: str) -> None:
-        super().__init__(f"secret {secret!r} may not be typed on {host!r}; nothing was typed")
+    def __init__(self, secret: str, host: str, *, message: str | None = None) -> None:
+        super().__init__(
+            message or f"secret {secret!r} may not be typed on {host!r}; nothing was typed"
+        )
         self.secret = secret
         self.host = host
 
