@@ -45,8 +45,20 @@ geckodriver; no pool, so restore is into a browser started just before). Playwri
 drive Debian's Firefox (it needs its own patched build, and ``playwright install`` is not
 available), so those ratios are against Playwright on Chromium.
 
-Targets: save of 20 origins ≤ ⅓ of Playwright's ``storage_state()`` time (ratio ≤ 0.33);
-restore + land ≤ ½ of Playwright's (ratio ≤ 0.50).
+Single figures, after the sizes (``--runs`` each, medians):
+
+* **open_session, pool, no site data** — ``open_session`` of a new session (nothing to
+  restore) with a pooled browser that idled ``POOL_IDLE``; Chromium, and Firefox from a
+  Firefox pool of one (``warm_browsers`` firefox:1).
+* **BiDi round trip** — ``script.evaluate("1")`` on sitekeep's socket, 50 calls, p50.
+* **journal overhead on a navigate** — ``Service.navigate`` with the journal on vs off,
+  alternating; when the service does not journal yet (``Settings`` has no ``journal``
+  switch), the begin + finish ``Journal.write`` of a navigate (file backend, fsync)
+  measured beside the navigate instead, and marked ``estimated``.
+
+Every target of issue #15 is printed with its verdict (``bench/targets.py``); the run's
+summary goes into the raw JSON and, with ``--baseline``, to
+``bench/baseline/<commit>.json`` for ``bench/compare.py``.
 """
 
 from __future__ import annotations
@@ -58,6 +70,7 @@ import functools
 import json
 import logging
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -74,9 +87,11 @@ from playwright.async_api import Browser, Playwright, async_playwright  # noqa: 
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+import singles  # noqa: E402
 import sitekeep.browser.manager as manager_mod  # noqa: E402
 import sitekeep.browser.snapshot as snapshot_mod  # noqa: E402
 import sitekeep.seam as seam_mod  # noqa: E402
+import targets  # noqa: E402
 from fixtures.sites import Sites, start_sites  # noqa: E402
 from sitekeep import sitedata  # noqa: E402
 from sitekeep.browser import docs as docs_mod  # noqa: E402
@@ -101,8 +116,6 @@ WHO = Principal("bench", "bench")
 POOL_IDLE = 1.0
 """Seconds a pooled browser idles before it is taken (opens are seconds apart)."""
 KEYS_PER_ORIGIN = 10
-TARGETS = {"save": (20, 1 / 3), "restore + land": (None, 1 / 2)}
-"""operation → (the size the target applies to, None for every size; the highest ratio)."""
 
 console = Console(width=160)
 
@@ -613,8 +626,7 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def print_tables(results: dict[int, dict[str, Series]]) -> list[str]:
-    verdicts: list[str] = []
+def print_tables(results: dict[int, dict[str, Series]]) -> None:
     operations = list(next(iter(results.values())).keys())
     titles = {
         "save": "save: sitekeep save_site_data vs Playwright context.storage_state()",
@@ -646,11 +658,6 @@ def print_tables(results: dict[int, dict[str, Series]]) -> list[str]:
             table.add_row(
                 str(n), f"{sk:.0f}", f"{pw:.0f}", f"{ratio:.2f}", str(len(s.sitekeep)), ff, ff_ratio
             )
-            if op in TARGETS:
-                at, limit = TARGETS[op]
-                if at is None or at == n:
-                    ok = "met" if ratio <= limit else "MISSED"
-                    verdicts.append(f"target {op} N={n}: ratio {ratio:.2f} ≤ {limit:.2f} {ok}")
         console.print(table)
         for n, by_op in results.items():
             parts = [
@@ -660,12 +667,87 @@ def print_tables(results: dict[int, dict[str, Series]]) -> list[str]:
             ]
             if parts:
                 console.print(f"  Playwright N={n} medians ms: " + ", ".join(parts))
-    for line in verdicts:
-        console.print(line)
-    return verdicts
 
 
-async def main(runs: int, sizes: list[int], phases: bool, no_firefox: bool = False) -> None:
+async def measure_singles(
+    settings: Settings, service: Service, sites: Sites, runs: int, no_firefox: bool
+) -> dict[str, dict[str, Any]]:
+    """The figures of issue #15's table that are not per size (``bench/singles.py``)."""
+    out: dict[str, dict[str, Any]] = {}
+    console.print("[dim]open_session from the pool, no site data; BiDi round trip…[/dim]")
+    kinds: list[tuple[str, Service]] = [("chromium", service)]
+    if not no_firefox:
+        ff_pool = Service.from_settings(
+            settings.model_copy(
+                update={
+                    "data_dir": settings.data_dir / "firefox-pool",
+                    "browser": "firefox",
+                    "firefox_prefs": {"network.dns.forceResolve": "127.0.0.1"},
+                    "warm_browsers": {"firefox": 1},
+                }
+            )
+        )
+        await ff_pool.browsers.warm_up()
+        kinds.append(("firefox", ff_pool))
+    try:
+        for kind, svc in kinds:
+            out[f"open_session, pool, no site data, {kind}"] = await singles.open_empty(
+                svc, WHO, kind, runs, POOL_IDLE
+            )
+            await svc.open_session(WHO, key="rt", browser=kind, url=land_url(sites))
+            live = await svc.live_browser(WHO, "rt")
+            assert live is not None
+            out[f"BiDi round trip, {kind}"] = await singles.round_trips(live)
+            await svc.delete_session(WHO, "rt")
+    finally:
+        for _kind, svc in kinds[1:]:
+            await singles.end_service(svc)
+    console.print("[dim]journal overhead on a navigate…[/dim]")
+
+    def make_service(**overrides: Any) -> Service:
+        name = "journal-" + "-".join(f"{k}{v}" for k, v in overrides.items())
+        update = {"data_dir": settings.data_dir / name, "warm_browsers": {}, **overrides}
+        return Service.from_settings(settings.model_copy(update=update))
+
+    pages = (land_url(sites), f"{origin(sites, 0)}/__fixture/page?title=other")
+    out["journal overhead on a navigate"] = await singles.journal_overhead(
+        make_service, WHO, pages, runs, settings.data_dir
+    )
+    return out
+
+
+def print_singles(singles_: dict[str, dict[str, Any]]) -> None:
+    table = Table(title="single figures (ms, median of the runs)")
+    for col in ("measure", "p50 ms", "n", "detail"):
+        table.add_column(col, justify="left" if col in ("measure", "detail") else "right")
+    for name, fig in singles_.items():
+        p50 = fig.get("p50_ms")
+        detail = ", ".join(
+            f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}"
+            for k, v in fig.items()
+            if k not in ("p50_ms", "n", "values_ms")
+        )
+        table.add_row(name, f"{p50:.1f}" if p50 is not None else "—", str(fig.get("n")), detail)
+    console.print(table)
+
+
+def git_commit() -> tuple[str, bool]:
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=False
+        ).stdout.strip()
+
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return git("rev-parse", "--short=12", "HEAD") or "unknown", bool(dirty)
+
+
+async def main(
+    runs: int,
+    sizes: list[int],
+    phases: bool,
+    no_firefox: bool = False,
+    baseline: bool = False,
+) -> None:
     logging.getLogger("selenium").setLevel(logging.WARNING)
     sites = start_sites()
     tmp = tempfile.TemporaryDirectory(prefix="sitekeep-bench-")
@@ -685,6 +767,8 @@ async def main(runs: int, sizes: list[int], phases: bool, no_firefox: bool = Fal
     firefox = Service.from_settings(ff_settings) if not no_firefox else None
     results: dict[int, dict[str, Series]] = {}
     started = time.time()
+    commit, dirty = git_commit()  # the code measured: taken before the run
+    browser_version = "?"
     try:
         async with async_playwright() as pw:
             pw_browser = await pw.chromium.launch(
@@ -696,6 +780,9 @@ async def main(runs: int, sizes: list[int], phases: bool, no_firefox: bool = Fal
                 results[n] = await bench.size(n, phases)
             browser_version = pw_browser.version
             await pw_browser.close()
+        if firefox is not None:  # its browsers are closed: nothing of it runs beside these
+            await firefox.browsers.close_all()
+        figures = await measure_singles(settings, service, sites, runs, no_firefox)
     finally:
         await service.browsers.close_all()
         await service.aclose()
@@ -706,7 +793,21 @@ async def main(runs: int, sizes: list[int], phases: bool, no_firefox: bool = Fal
             firefox.browsers.stop_local_drivers()
         sites.stop()
         tmp.cleanup()
-    verdicts = print_tables(results)
+    if results:
+        print_tables(results)
+    print_singles(figures)
+    summary = targets.summarise(results, figures)
+    summary |= {
+        "commit": commit,
+        "dirty": dirty,
+        "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "runs": runs,
+        "sizes": sizes,
+        "chromium": browser_version,
+    }
+    console.print(f"targets of issue #15 (commit {commit}{' + changes' if dirty else ''}):")
+    for verdict in summary["targets"]:
+        console.print(targets.verdict_line(verdict))
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"save_restore-{time.strftime('%Y%m%d-%H%M%S')}.json"
@@ -716,7 +817,8 @@ async def main(runs: int, sizes: list[int], phases: bool, no_firefox: bool = Fal
         "sizes": sizes,
         "chromium": browser_version,
         "flags": FLAGS,
-        "verdicts": verdicts,
+        "summary": summary,
+        "singles": figures,
         "results": {
             str(n): {
                 op: {
@@ -733,6 +835,11 @@ async def main(runs: int, sizes: list[int], phases: bool, no_firefox: bool = Fal
     }
     path.write_text(json.dumps(payload, indent=1), encoding="utf-8")
     console.print(f"raw values: {path.relative_to(ROOT)}")
+    if baseline:
+        kept = ROOT / "bench" / "baseline" / f"{commit}.json"
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+        console.print(f"baseline kept: {kept.relative_to(ROOT)}")
 
 
 def cli() -> None:
@@ -741,9 +848,14 @@ def cli() -> None:
     parser.add_argument("--sizes", default="1,5,20,50")
     parser.add_argument("--phases", action="store_true", help="trace one run per operation")
     parser.add_argument("--no-firefox", action="store_true", help="skip the Firefox columns")
+    parser.add_argument(
+        "--baseline",
+        action="store_true",
+        help="also keep the run's summary as bench/baseline/<commit>.json",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    asyncio.run(main(args.runs, sizes, args.phases, args.no_firefox))
+    asyncio.run(main(args.runs, sizes, args.phases, args.no_firefox, args.baseline))
 
 
 if __name__ == "__main__":

@@ -170,11 +170,9 @@ async def save_from_async(
         wanted.append(clean)
     live = await _live(driver)
     try:
-        current = hist.origin_of((await live.page_info()).url)
-        order = [o for o in dict.fromkeys([*([current] if current else []), *wanted])]
         captured = await read_snapshot(
             live,
-            order,
+            list(dict.fromkeys(wanted)),
             previous,
             deadline=SAVE_DEADLINE,
             cap=SNAPSHOT_CAP,

@@ -937,15 +937,10 @@ class Seam:
     ) -> SiteDataRead:
         """What a save would store — composed over the session's snapshot — and what it
         left out; nothing is written (a profile capture keeps it elsewhere, SPEC §9)."""
-        page = await browser.page_info()
-        current = hist.origin_of(page.url)
-        order = ([current] if current else []) + [
-            e.origin for e in record.history if e.origin != current
-        ]
         previous = await self.load_snapshot(record.tenant, record.key)
         captured = await read_snapshot(
             browser,
-            order,
+            [e.origin for e in record.history],
             previous,
             deadline=self.settings.save_deadline,
             cap=self.settings.snapshot_cap,
@@ -953,7 +948,10 @@ class Seam:
             full=full,
             indexed_db=indexed_db,
         )
-        return SiteDataRead(captured.snapshot, captured.skipped, order, captured.spare_reads, page)
+        page = captured.page or await browser.page_info()
+        return SiteDataRead(
+            captured.snapshot, captured.skipped, captured.order, captured.spare_reads, page
+        )
 
 
 @dataclass(frozen=True, slots=True)

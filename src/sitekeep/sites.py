@@ -15,12 +15,18 @@ from urllib.parse import urlsplit
 
 from publicsuffixlist import PublicSuffixList
 
-__all__ = ["group_by_site", "site_of"]
+__all__ = ["group_by_site", "load_suffixes", "site_of"]
 
 
 @lru_cache(maxsize=1)
 def _psl() -> PublicSuffixList:
     return PublicSuffixList()
+
+
+def load_suffixes() -> None:
+    """Parse the Public Suffix List now (0.3–1.1 s here, once per process), so the first
+    save or restore does not pay it (``bench/flame.py``, issue #15)."""
+    _psl()
 
 
 def _registrable(host: str) -> str:

@@ -40,6 +40,7 @@ import contextlib
 import itertools
 import json
 import logging
+import socket
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -86,6 +87,7 @@ class BidiConnection:
         self._gone: GoneProbe | None = None
         self._every = 1.0
         self._watchdog: asyncio.Task[None] | None = None
+        _ack_at_once(ws)
         self._reader = asyncio.get_running_loop().create_task(self._read(), name="bidi-reader")
 
     @classmethod
@@ -302,3 +304,26 @@ def _chain(done: asyncio.Future[T], waiter: asyncio.Future[T]) -> None:
         waiter.set_exception(error)
     else:
         waiter.set_result(done.result())
+
+
+def _ack_at_once(ws: ClientConnection) -> None:
+    """Acknowledge every TCP segment the socket receives at once (``TCP_QUICKACK`` on
+    Linux, set again on each arrival: the kernel clears it by itself).
+
+    Why: Firefox's remote agent writes with Nagle's algorithm on, so a reply waits until
+    the segment before it is acknowledged — and Linux delays that ACK by up to 40 ms when
+    it has nothing to send back. Two commands in flight on Firefox took 44 ms instead of
+    5 (``bench/save_restore.py --phases``, issue #15)."""
+    transport = getattr(ws, "transport", None)
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    option = getattr(socket, "TCP_QUICKACK", None)
+    if sock is None or option is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    received = ws.data_received
+
+    def data_received(data: bytes) -> None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, option, 1)
+        received(data)
+
+    ws.data_received = data_received  # type: ignore[method-assign]  # the transport calls it

@@ -37,6 +37,8 @@ class DocRead:
     user_agent: str | None = None
     idb: bool = False
     """Its origin holds IndexedDB databases."""
+    title: str | None = None
+    """``document.title`` of a tab read with its sessionStorage."""
 
     @classmethod
     def parse(cls, context: str, raw: Mapping[str, Any]) -> DocRead:
@@ -53,6 +55,7 @@ class DocRead:
             top=bool(raw.get("top")),
             user_agent=raw.get("ua"),
             idb=bool(raw.get("idb")),
+            title=raw.get("title"),
         )
 
 
@@ -116,7 +119,22 @@ async def read_docs(
 
 async def live_reads(browser: LiveBrowser, spare_contexts: Sequence[str] = ()) -> list[DocRead]:
     """READ in every live document: each tab (popups and ``target=_blank`` tabs too, with
-    their sessionStorage) and frame, through its window realm."""
+    their sessionStorage) and frame, through its window realm.
+
+    The main tab is read at once, beside ``getTree``/``getRealms``: with no other
+    document (the common case) a save waits on one round trip, not two (issue #15).
+    """
+    main = asyncio.ensure_future(read_docs(browser, [browser.context]))
+    try:
+        others = await _other_reads(browser, spare_contexts)
+    except BaseException:
+        main.cancel()
+        raise
+    return [*await main, *others]
+
+
+async def _other_reads(browser: LiveBrowser, spare_contexts: Sequence[str]) -> list[DocRead]:
+    """READ in every live document but the main tab's."""
     tree, found = await asyncio.gather(
         browser.conn.send("browsingContext.getTree", {}),
         browser.conn.send("script.getRealms", {"type": "window"}),
@@ -125,7 +143,11 @@ async def live_reads(browser: LiveBrowser, spare_contexts: Sequence[str] = ()) -
     for realm in found.get("realms", []):
         if not realm.get("sandbox") and isinstance(realm.get("context"), str):
             realms.setdefault(realm["context"], str(realm["realm"]))
-    pairs = [(c, p) for c, p in _contexts(tree.get("contexts", [])) if c not in spare_contexts]
+    pairs = [
+        (c, p)
+        for c, p in _contexts(tree.get("contexts", []))
+        if c not in spare_contexts and c != browser.context
+    ]
     tops = [c for c, parent in pairs if parent is None]
     return await read_docs(browser, [c for c, _ in pairs], realms, tops)
 

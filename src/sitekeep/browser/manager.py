@@ -49,6 +49,7 @@ from sitekeep.browser.tracker import LeaveTracker
 from sitekeep.config import Settings
 from sitekeep.errors import BidiError, BrowserUnavailable
 from sitekeep.model import BrowserKind, BrowserRef
+from sitekeep.sites import load_suffixes
 
 __all__ = ["BrowserManager", "wire"]
 
@@ -159,16 +160,20 @@ class BrowserManager:
         """Whether a pool browser is as it was born: see the module docstring."""
         if live.conn.closed or not live.tracker.pristine or not born_with:
             return False
+        # Every question at once: one round trip, not 2 + one per user context.
+        jars = [
+            live.conn.send(
+                "storage.getCookies", {"partition": {"type": "storageKey", "userContext": u}}
+            )
+            for u in born_with
+        ]
         try:
-            tree = await live.conn.send("browsingContext.getTree", {})
-            if await self._user_contexts(live) != born_with:
-                return False
-            for user_context in born_with:
-                partition = {"type": "storageKey", "userContext": user_context}
-                found = await live.conn.send("storage.getCookies", {"partition": partition})
-                if found.get("cookies"):
-                    return False
+            tree, users, *found = await asyncio.gather(
+                live.conn.send("browsingContext.getTree", {}), self._user_contexts(live), *jars
+            )
         except (BidiError, BrowserUnavailable):
+            return False
+        if users != born_with or any(f.get("cookies") for f in found):
             return False
         tops = tree.get("contexts") or []
         return (
@@ -280,9 +285,11 @@ class BrowserManager:
 
     async def warm_up(self) -> None:
         """End the pool browsers dead processes left behind, then fill the pool (in the
-        background; a failure to start one is logged, and the next open starts its own)."""
+        background; a failure to start one is logged, and the next open starts its own),
+        and parse the Public Suffix List in a worker thread."""
         await self._end_leftovers()
         self._refill()
+        asyncio.get_running_loop().run_in_executor(None, load_suffixes)
 
     async def pool_ready(self) -> None:
         """Wait until the pools are filled (for benchmarks and tests)."""

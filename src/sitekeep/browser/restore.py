@@ -55,6 +55,8 @@ __all__ = ["RestoreReport", "restore"]
 
 Payloads = dict[str, dict[str, Any]]
 """origin → ``{local?: {k: v}, session?: {k: v}}``."""
+Jar = dict[tuple[str, str, str], tuple[Any, ...]]
+"""(name, domain, path) → the cookie as stored (``cookies.as_stored``)."""
 
 
 @dataclass
@@ -144,9 +146,14 @@ class _Restore:
         databases = any("idb" in p for p in self.payloads.values())  # async: a spare page
         one = set(self.payloads) == {landing}
         if land and landing is not None and one and not headed and not databases:
-            await _set_cookies(self.browser, self.cookies)
-            await _check_cookies(self.browser, self.cookies, self.report, self.now)
-            await self.land_with_preload(land, self.payloads[landing])
+            # The preload script, the cookies and the jar read behind them go out at once.
+            preload = asyncio.ensure_future(self.add_preload(land, self.payloads[landing]))
+            try:
+                stored = await _set_cookies(self.browser, self.cookies, read_back=self.now)
+                await _check_cookies(self.browser, self.cookies, self.report, self.now, stored)
+            finally:
+                added = await preload
+            await self.land_with_preload(land, self.payloads[landing], added)
             return
         for cookie in headed:  # a spare page of its own where no storage page can set it
             if not any(set_by_response(cookie, o) for o in self.payloads):
@@ -231,28 +238,49 @@ class _Restore:
             return dict.fromkeys(members, _code(exc))
         return {str(k): str(v) for k, v in acks.items()}
 
-    async def land_with_preload(self, land: str, payload: Mapping[str, Any]) -> None:
-        """Land, with the landing origin's storage written by a one-shot preload script;
-        if the page never reached that origin (a redirect elsewhere), write it through a
-        spare page in a background tab instead."""
+    async def add_preload(self, land: str, payload: Mapping[str, Any]) -> str | BaseException:
+        """``script.addPreloadScript`` writing ``payload`` into the landing page: its id,
+        or the BiDi failure."""
+        try:
+            added = await self.browser.conn.send(
+                "script.addPreloadScript",
+                {
+                    "functionDeclaration": landing_preload(origin_of(land) or "", payload),
+                    "contexts": [self.browser.context],
+                },
+            )
+        except (BidiError, BrowserUnavailable) as exc:
+            return exc
+        return str(added["script"])
+
+    async def land_with_preload(
+        self, land: str, payload: Mapping[str, Any], added: str | BaseException
+    ) -> None:
+        """Land, with the landing origin's storage written by the one-shot preload script
+        ``added``; if the page never reached that origin (a redirect elsewhere), write it
+        through a spare page in a background tab instead."""
         browser, report = self.browser, self.report
         conn = browser.conn
         origin = origin_of(land) or ""
         result = "not written"
         try:
-            added = await conn.send(
-                "script.addPreloadScript",
-                {
-                    "functionDeclaration": landing_preload(origin, payload),
-                    "contexts": [browser.context],
-                },
-            )
+            if isinstance(added, BaseException):
+                raise added
             try:
                 await browser.replace(land, loads=self.loads)
-            finally:
+            except BaseException:
                 with contextlib.suppress(BidiError, BrowserUnavailable):
-                    await conn.send("script.removePreloadScript", {"script": added["script"]})
-            result = str(await browser.evaluate_json(LANDED))
+                    await conn.send("script.removePreloadScript", {"script": added})
+                raise
+            # The script goes while its result is read: one round trip, not two.
+            _, landed = await asyncio.gather(
+                conn.send("script.removePreloadScript", {"script": added}),
+                browser.evaluate_json(LANDED),
+                return_exceptions=True,
+            )
+            if isinstance(landed, BaseException):
+                raise landed
+            result = str(landed)
         except (BidiError, BrowserUnavailable) as exc:
             report.skip(land, f"landing failed: {_code(exc)}")
         if result != "ok":
@@ -354,29 +382,43 @@ def _carriers(
     return carried
 
 
-async def _set_cookies(browser: LiveBrowser, cookies: Sequence[Cookie]) -> None:
-    """``storage.setCookie`` for each, pipelined; outcomes are judged by the jar after."""
+async def _set_cookies(
+    browser: LiveBrowser, cookies: Sequence[Cookie], *, read_back: float | None = None
+) -> Jar | None:
+    """``storage.setCookie`` for each, pipelined; outcomes are judged by the jar after.
+
+    With ``read_back`` (seconds since the epoch), the jar is read in the same pipeline,
+    behind the writes, and returned (None when that read failed): a browser that ran the
+    read before a write sent earlier only costs :func:`_check_cookies` a second read,
+    never a wrong verdict.
+    """
     kind = browser.ref.kind
-    await asyncio.gather(
-        *(browser.conn.send("storage.setCookie", {"cookie": to_bidi(c, kind)}) for c in cookies),
-        return_exceptions=True,
-    )
+    writes = [browser.conn.send("storage.setCookie", {"cookie": to_bidi(c, kind)}) for c in cookies]
+    reads = [_jar(browser, read_back)] if read_back is not None and cookies else []
+    done = await asyncio.gather(*writes, *reads, return_exceptions=True)
+    jar = done[-1] if reads else None
+    return jar if isinstance(jar, dict) else None
 
 
 async def _check_cookies(
-    browser: LiveBrowser, cookies: Sequence[Cookie], report: RestoreReport, now: float
+    browser: LiveBrowser,
+    cookies: Sequence[Cookie],
+    report: RestoreReport,
+    now: float,
+    stored: Jar | None = None,
 ) -> None:
     """Compare the jar with what was meant (Chromium answers success for cookies it
     drops); write again, through ``storage.setCookie``, each one it can write that is not
     stored as saved (a lifetime past 400 days counts as capped, as both browsers store
     it). What is still not as saved is removed and named: the browser never keeps a
     cookie changed, and the report never says "restored" for one that is not there, nor
-    "refused" for one that is."""
+    "refused" for one that is. ``stored``: the jar as already read after the writes."""
     if not cookies:
         return
     kind = browser.ref.kind
     try:
-        stored = await _jar(browser, now)
+        if stored is None:
+            stored = await _jar(browser, now)
         redo = [
             c
             for c in cookies
@@ -429,7 +471,7 @@ async def _remove(
         report.skip(domain.lstrip(".").lower(), f"{label} not restored: {why}; {outcome}")
 
 
-async def _jar(browser: LiveBrowser, now: float) -> dict[tuple[str, str, str], tuple[Any, ...]]:
+async def _jar(browser: LiveBrowser, now: float) -> Jar:
     return {cookie_key(c): as_stored(c, now) for c in await read_cookies(browser)}
 
 

@@ -23,10 +23,11 @@ from sitekeep.browser.docs import (
     read_cookies,
     read_docs,
 )
-from sitekeep.browser.live import LiveBrowser
+from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.spare import SpareResponder, background_spare
 from sitekeep.cookies import cookie_host, cookie_key, cookie_label, settle_same_site
 from sitekeep.errors import BidiError, BidiTimeout
+from sitekeep.history import origin_of
 from sitekeep.model import Cookie, SessionStorage, Skipped, TabStorage
 from sitekeep.sites import group_by_site
 
@@ -64,27 +65,36 @@ class SaveRead:
     which a save does not carry."""
     idb_origins: set[str] = field(default_factory=set)
     """Origins known to hold IndexedDB databases (a read found some, or a page opened one)."""
+    page: PageInfo | None = None
+    """Where the main tab is (None when neither a read nor ``page_info`` could tell)."""
+    order: list[str] = field(default_factory=list)
+    """The origins in visit order: the main tab's first, then the history's."""
 
 
 async def save_read(
     browser: LiveBrowser, history_origins: Sequence[str], *, deadline: float, full: bool = False
 ) -> SaveRead:
-    """Read what a save needs (SPEC §3 Save steps 1–3).
+    """Read what a save needs (SPEC §3 Save steps 1–3), and where the main tab is.
 
     Args:
         browser: the live browser.
-        history_origins: the session's history, newest first.
+        history_origins: the session's history, newest first; the main tab's origin goes
+            first in ``SaveRead.order`` whether it is there or not.
         deadline: seconds the spare-tab loop may take in all.
         full: read every origin through the spare tab, ignoring the leave tracker (the
             reference a fast save is compared against).
 
     Raises:
         BrowserUnavailable: BiDi is down (nothing is saved).
+        BidiError: the main tab could neither be read nor tell where it is.
     """
     tracker = browser.tracker
     tracker.begin()
     lost: list[Cookie] = []
     jar, docs = await asyncio.gather(read_cookies(browser, lost), live_reads(browser))
+    page, docs = await _main_page(browser, docs)
+    current = origin_of(page.url)
+    history_origins = ([current] if current else []) + [o for o in history_origins if o != current]
     live: dict[str, dict[str, str]] = {}
     tainted: set[str] = set()
     session: SessionStorage | None = None
@@ -139,7 +149,23 @@ async def save_read(
         user_agent,
         partitioned,
         idb,
+        page,
+        list(history_origins),
     )
+
+
+async def _main_page(browser: LiveBrowser, docs: list[DocRead]) -> tuple[PageInfo, list[DocRead]]:
+    """Where the main tab is, from its read; when that read failed (a document being
+    replaced has no realm for a moment), ``page_info`` waits it out and the tab is read
+    once more."""
+    main = next((d for d in docs if d.context == browser.context), None)
+    if main is not None and main.title is not None:
+        return PageInfo(main.url, main.title), docs
+    page = await browser.page_info()
+    if main is None:
+        docs = [d for d in docs if d.context != browser.context]
+        docs.extend(await read_docs(browser, [browser.context]))
+    return page, docs
 
 
 def settle_jar(

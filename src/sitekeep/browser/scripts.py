@@ -92,12 +92,13 @@ READ = """async (withSession) => {
     res.local = dump(localStorage);
     if (withSession) res.session = dump(sessionStorage);
     if (withSession) res.ua = navigator.userAgent;
+    if (withSession) res.title = document.title;
   } catch (e) { res.error = String(e && e.name || e); }
   try { res.idb = (await indexedDB.databases()).length > 0; } catch (e) { res.idb = false; }
   return JSON.stringify(res);
 }""".replace("$MARKER", SPARE_MARKER_ATTR)
 """Read the document's origin, spare marker, localStorage, (optionally) its tab's
-sessionStorage, and whether its origin holds IndexedDB databases."""
+sessionStorage, user agent and title, and whether its origin holds IndexedDB databases."""
 
 SPARE_HTML = (
     "<!doctype html><html $MARKER><head><meta charset=utf-8>"

@@ -9,7 +9,7 @@ from typing import Any
 
 from sitekeep import sitedata
 from sitekeep.browser.indexeddb import NOT_CARRIED, read_databases
-from sitekeep.browser.live import LiveBrowser
+from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.save import PARTITIONED, lost_reason, save_read, settle_jar
 from sitekeep.model import SiteData, Skipped
 
@@ -18,17 +18,20 @@ __all__ = ["Captured", "read_snapshot"]
 
 @dataclass(frozen=True, slots=True)
 class Captured:
-    """A snapshot just read, what it left out (never a value), and how many origins were
-    read through the spare tab."""
+    """A snapshot just read, what it left out (never a value), how many origins were
+    read through the spare tab, the origins in visit order (the main tab's first) and
+    where the main tab is (None when no read could tell)."""
 
     snapshot: SiteData
     skipped: list[Skipped]
     spare_reads: int
+    order: list[str]
+    page: PageInfo | None
 
 
 async def read_snapshot(
     browser: LiveBrowser,
-    order: Sequence[str],
+    history_origins: Sequence[str],
     previous: SiteData | None,
     *,
     deadline: float,
@@ -40,7 +43,8 @@ async def read_snapshot(
     """Read the browser's site data and compose it over ``previous`` (``sitedata.compose``).
 
     Args:
-        order: the origins to carry, the current page's first, then newest first.
+        history_origins: the origins to carry, newest first; the main tab's origin goes
+            first whether it is there or not (found by the same round trip as the reads).
         previous: the last snapshot, whose values stand where a read failed.
         deadline: seconds the spare-tab loop may take. cap: the snapshot cap, bytes.
         now: seconds since the epoch, the snapshot's ``saved_at``.
@@ -49,7 +53,8 @@ async def read_snapshot(
         SnapshotTooLarge: the cookies alone pass ``cap``.
         BrowserUnavailable: BiDi is down; nothing was read.
     """
-    read = await save_read(browser, order, deadline=deadline, full=full)
+    read = await save_read(browser, history_origins, deadline=deadline, full=full)
+    order = read.order
     databases: dict[str, list[dict[str, Any]]] | None = None
     databases_failed: dict[str, str] = {}
     if indexed_db:
@@ -74,4 +79,4 @@ async def read_snapshot(
         skipped.extend(Skipped(o, NOT_CARRIED) for o in order if o in read.idb_origins)
     skipped.extend(Skipped(o, PARTITIONED) for o in read.partitioned)
     skipped.extend(lost_reason(c) for c in read.lost_cookies)
-    return Captured(snapshot, skipped, read.spare_reads)
+    return Captured(snapshot, skipped, read.spare_reads, order, read.page)

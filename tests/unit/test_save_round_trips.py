@@ -1,0 +1,82 @@
+"""A save's fixed cost (issue #15): with only the main tab open, everything a save reads
+goes out at once, so it waits on one round trip; and it learns where the tab is from
+that same read (no ``page_info`` before or after)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from sitekeep.browser.live import LiveBrowser, PageInfo
+from sitekeep.browser.save import save_read
+from sitekeep.browser.tracker import LeaveTracker
+from sitekeep.model import BrowserRef
+
+ORIGIN = "http://a.example.test:8000"
+URL = f"{ORIGIN}/page"
+
+
+def _main_read() -> dict[str, Any]:
+    doc = {
+        "origin": ORIGIN,
+        "spare": False,
+        "trusted": True,
+        "top": True,
+        "url": URL,
+        "local": {"k": "v"},
+        "session": {},
+        "ua": "agent",
+        "title": "the title",
+        "idb": False,
+    }
+    return {"type": "success", "result": {"type": "string", "value": json.dumps(doc)}}
+
+
+REPLIES: dict[str, dict[str, Any]] = {
+    "storage.getCookies": {"cookies": []},
+    "browsingContext.getTree": {"contexts": [{"context": "main", "children": []}]},
+    "script.getRealms": {"realms": []},
+    "script.callFunction": _main_read(),
+}
+
+
+class HeldConn:
+    """The BiDi boundary: each command waits until the test releases every reply."""
+
+    timeout = 5.0
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.release = asyncio.Event()
+
+    async def send(self, method: str, params: Any = None, **_: Any) -> dict[str, Any]:
+        self.sent.append(method)
+        await self.release.wait()
+        return REPLIES[method]
+
+
+@pytest.mark.anyio
+async def test_a_save_of_the_main_tab_alone_sends_every_read_before_any_reply() -> None:
+    conn = HeldConn()
+    ref = BrowserRef("chromium", "http://127.0.0.1:1", "s", "ws://127.0.0.1:1", 1.0)
+    browser = LiveBrowser(ref, conn, LeaveTracker.at_birth(), "main")  # type: ignore[arg-type]
+    saving = asyncio.ensure_future(save_read(browser, ["http://b.example.test"], deadline=5.0))
+    for _ in range(100):  # let every task run up to its first wait; no clock involved
+        await asyncio.sleep(0)
+    in_flight = sorted(conn.sent)
+    conn.release.set()
+    read = await saving
+
+    assert in_flight == [
+        "browsingContext.getTree",
+        "script.callFunction",
+        "script.getRealms",
+        "storage.getCookies",
+    ]
+    assert len(conn.sent) == 4  # nothing after the replies: no page_info
+    assert read.page == PageInfo(URL, "the title")
+    assert read.order[0] == ORIGIN
+    assert read.local[ORIGIN] == {"k": "v"}
