@@ -52,3 +52,20 @@ async def test_a_typed_secret_cannot_be_copied_to_another_host(api: Api, sites: 
     assert [s["error"]["type"] for s in flow["steps"]] == ["clipboard_not_allowed"] * 2
     assert sites.events(REC_OTHER_HOST)[mark:] == []  # no key, input or paste event
     assert all(TYPED_SECRET not in e["body"] for e in sites.recorded(REC_OTHER_HOST))
+
+
+async def test_a_flow_that_types_a_secret_cannot_copy_it_in_a_later_step(
+    api: Api, sites: Sites
+) -> None:
+    await api.service.secrets.put(WHO.tenant, "clip", "", [REC_HOST], {"short": TYPED_SECRET})
+    await api.open(key="f", url=sites.url(REC_HOST, "/"))
+    flow = await api.call(
+        "POST",
+        "/v1/sessions/f/flows",
+        {"steps": [{"op": "type_secret", "selector": "#rec", "secret": "clip", "field": "short"},
+                   {"op": "press", "keys": "Control+A"},
+                   {"op": "press", "keys": "Control+C"}],
+         "on_error": "continue"},
+    )  # fmt: skip
+    assert [s["status"] for s in flow["steps"]] == ["ok", "ok", "failed"]
+    assert flow["steps"][2]["error"]["type"] == "clipboard_not_allowed"
