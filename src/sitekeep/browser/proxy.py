@@ -167,6 +167,11 @@ class ProxyAuth:
     is cancelled (a proxy that never asked never gets them at all). Requests to hosts
     that bypass the proxy (loopback, ``bypass``) never get them either.
 
+    Limits (Chromium): a proxy that challenges again later (its own session expired) has
+    that challenge cancelled like a site's, until the next connection probes again (a
+    reattach); the probe waits at most ``_PROBE_SECONDS`` (10 s) for a proxy that does
+    not answer, and each connection's probe opens and closes one background tab.
+
     Install it on every connection to a browser started with credentials: intercepts and
     subscriptions belong to the connection that made them, and a challenge nobody
     answers leaves its request waiting.
