@@ -11,6 +11,7 @@ them to status codes in one table (``sitekeep.api.errors``)::
     ├── Unauthorized            401  no or unknown bearer token
     ├── Forbidden               403  the token's role may not do this
     │   ├── SecretNotAllowed    403  the secret may not be typed on this host
+    │   ├── ClipboardNotAllowed 403  a copy/cut/paste key after a secret was typed (``field``)
     │   └── OwnAddress          403  the URL is the sitekeep server itself (SPEC §12)
     ├── NotFound                404  no such session/host/route in this tenant
     ├── MethodNotAllowed        405  the route takes other methods (``allow``)
@@ -45,6 +46,7 @@ __all__ = [
     "BodyTooLarge",
     "BrowserUnavailable",
     "CapacityExceeded",
+    "ClipboardNotAllowed",
     "Conflict",
     "Forbidden",
     "InvalidInput",
@@ -222,10 +224,32 @@ class SecretNotAllowed(Forbidden):
 
     type_name = "secret_not_allowed"
 
-    def __init__(self, secret: str, host: str) -> None:
-        super().__init__(f"secret {secret!r} may not be typed on {host!r}; nothing was typed")
+    def __init__(self, secret: str, host: str, *, message: str | None = None) -> None:
+        super().__init__(
+            message or f"secret {secret!r} may not be typed on {host!r}; nothing was typed"
+        )
         self.secret = secret
         self.host = host
+
+
+class ClipboardNotAllowed(Forbidden):
+    """A clipboard key chord (copy, cut, paste: ``Control``/``Meta`` + ``C``, ``X``, ``V``,
+    ``Insert``; ``Shift`` + ``Delete``, ``Insert``) pressed in a session where a secret
+    was typed (SPEC §7): a typed value could be carried to a host the secret does not
+    allow. Nothing was pressed.
+
+    Attributes:
+        field: the argument that held the chord (``keys``).
+    """
+
+    type_name = "clipboard_not_allowed"
+
+    def __init__(self, chord: str, *, field: str = "keys") -> None:
+        super().__init__(
+            f"{chord} is a clipboard key: it may not be pressed in a session where a "
+            "secret was typed; nothing was pressed"
+        )
+        self.field = field
 
 
 class OwnAddress(Forbidden):

@@ -20,7 +20,14 @@ from sitekeep import history as hist
 from sitekeep.address import Refused, ServerAddress
 from sitekeep.browser import keys, page
 from sitekeep.browser.live import LiveBrowser, PageInfo
-from sitekeep.errors import AssertionFailed, BidiError, InvalidInput, SecretNotAllowed, StaleRef
+from sitekeep.errors import (
+    AssertionFailed,
+    BidiError,
+    ClipboardNotAllowed,
+    InvalidInput,
+    SecretNotAllowed,
+    StaleRef,
+)
 from sitekeep.journal.records import RefsStatus
 from sitekeep.model import RefMap
 from sitekeep.policy import check_url
@@ -92,6 +99,8 @@ class Context:
     save: SaveFn
     own: Refused | ServerAddress | None = None
     """Where the server listens: a URL reaching it in any spelling is refused (403)."""
+    secret_typed: bool = False
+    """Whether a secret was typed in this session: clipboard keys are refused (403)."""
 
     async def target(self, ref: str | None, selector: str | None) -> str:
         """The ``sharedId`` a ref (of this browser's last snapshot) or a selector names.
@@ -213,7 +222,11 @@ async def _type_secret(call: Context, args: TypeSecretArgs) -> Done:
 
 
 async def _press(call: Context, args: PressArgs) -> Done:
-    page.parse_keys(args.keys)  # a bad key is refused before anything is pressed
+    combos = page.parse_keys(args.keys)  # a bad key is refused before anything is pressed
+    if call.secret_typed:  # no clipboard may carry a typed value elsewhere (SPEC §7)
+        chord = keys.clipboard_chord(combos)
+        if chord is not None:
+            raise ClipboardNotAllowed(repr(args.keys.split()[chord]))
     await page.settle(call.browser, lambda: page.press(call.browser, args.keys))
     return Done()
 

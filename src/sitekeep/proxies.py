@@ -4,7 +4,10 @@ A proxy is ``{name, country, url, auth_secret?}``: ``url`` is ``http://host:port
 never holds credentials (:meth:`ProxySettings.from_url` refuses them); they are the
 ``username`` and ``password`` of the secret ``auth_secret`` names (SPEC §7), revealed
 only to start or reattach a browser, and answered over BiDi (``browser.proxy``) — never
-in a capability, a URL, a log line or a result.
+in a capability, a URL, a log line or a result. The secret's ``hosts`` rules bind here as
+everywhere: it must allow the proxy URL's host (checked when the proxy is put and again
+each time its credentials are revealed), so pointing a proxy at one's own server never
+reads a secret meant for another host.
 
 Managing the pool (put, delete) is for admins of the tenant; any member may list it and
 open sessions through it.
@@ -16,11 +19,12 @@ import builtins
 import random
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from sitekeep.browser.proxy import ProxySettings
-from sitekeep.errors import InvalidInput, NotFound
+from sitekeep.errors import InvalidInput, NotFound, SecretNotAllowed
 from sitekeep.profiles import check_country
-from sitekeep.secrets import check_name
+from sitekeep.secrets import check_name, host_allowed
 from sitekeep.stores.base import Clock, ProxyRow, ProxyStore, system_clock
 from sitekeep.vault import Vault
 
@@ -56,7 +60,8 @@ class Proxies:
         Raises:
             InvalidInput: a bad ``name``, ``country`` or ``url`` (credentials in it too),
                 or an ``auth_secret`` that names no secret with ``username`` and
-                ``password``; nothing stored.
+                ``password``, or one whose ``hosts`` do not allow the URL's host;
+                nothing stored.
         """
         check_name(name)
         code = check_country(country)
@@ -65,12 +70,12 @@ class Proxies:
         ProxySettings.from_url(url)
         secret = None
         if auth_secret is not None:
-            secret = await self._check_secret(tenant, auth_secret)
+            secret = await self._check_secret(tenant, auth_secret, _host(url))
         row = ProxyRow(tenant, name, code, url, secret, self._clock())
         await self._store.put(row)
         return row
 
-    async def _check_secret(self, tenant: str, name: object) -> str:
+    async def _check_secret(self, tenant: str, name: object, host: str) -> str:
         if not isinstance(name, str):
             raise InvalidInput("auth_secret is a secret's name", field="auth_secret")
         try:
@@ -82,6 +87,12 @@ class Proxies:
         if not set(_KEYS) <= set(info.keys):
             raise InvalidInput(
                 "the auth_secret must hold the keys username and password", field="auth_secret"
+            )
+        if not host_allowed(host, info.hosts):
+            raise InvalidInput(
+                f"the auth_secret {name!r} may not be used on the proxy's host {host!r}: "
+                "add the host to the secret's hosts",
+                field="auth_secret",
             )
         return name
 
@@ -126,12 +137,29 @@ class Proxies:
 
         Raises:
             NotFound: the secret is gone. StoreUnavailable: it does not open.
+            SecretNotAllowed: the secret's ``hosts`` no longer allow the proxy's host
+                (changed since the proxy was put); nothing revealed.
         """
         credentials: Mapping[str, str] = {}
         if row.auth_secret is not None:
+            host = _host(row.url)
+            info = await self._vault.get_info(row.tenant, row.auth_secret)
+            if not host_allowed(host, info.hosts):
+                raise SecretNotAllowed(
+                    row.auth_secret,
+                    host,
+                    message=f"secret {row.auth_secret!r} may not be used on the host of "
+                    f"proxy {row.name!r} ({host!r}): add the host to the secret's hosts",
+                )
             credentials = {
                 k: await self._vault.reveal(row.tenant, row.auth_secret, k) for k in _KEYS
             }
         return ProxySettings.from_url(
             row.url, username=credentials.get("username"), password=credentials.get("password")
         )
+
+
+def _host(url: str) -> str:
+    """The host name of a checked proxy URL (:meth:`ProxySettings.from_url`), lowercase,
+    an IPv6 address without brackets — as :func:`host_allowed` takes it."""
+    return (urlsplit(url).hostname or "").lower()

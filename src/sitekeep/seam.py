@@ -352,6 +352,7 @@ class Session:
                 secrets,
                 self._save,
                 self.seam.browsers.own_address,
+                secret_typed=bool(self.require().typed_secrets),
             )
             done = await HANDLERS[op](context, args)
         except SitekeepError as exc:

@@ -99,3 +99,30 @@ async def test_an_unknown_country_is_400_naming_the_known_ones_before_any_browse
     )
     assert "none" in empty["error"]["message"] and "de" not in empty["error"]["message"]
     assert await clients.service.stores.runs.open_runs() == []
+
+
+async def test_a_proxy_may_use_only_a_secret_allowed_on_its_host(clients: Clients) -> None:
+    """A secret's ``hosts`` bind a proxy too (M1): an admin pointing a proxy at a server of
+    their own with a secret meant for another host gets a 400 naming ``auth_secret``, and
+    nothing is stored; a secret whose hosts change later is not revealed (403)."""
+    svc = clients.service
+    await svc.secrets.put(
+        WHO.tenant, "login", "", ["app.example.test"], {"username": "u", "password": PASSWORD}
+    )
+    mine = {**DE, "url": "http://127.0.0.1:4321", "auth_secret": "login"}
+    reply = await clients.call("PUT", "/v1/proxies/px", mine, status=400)
+    assert reply["error"]["field"] == "auth_secret"
+    assert "app.example.test" not in reply["error"]["message"]  # no secret's rules shown
+    assert (await clients.call("GET", "/v1/proxies"))["proxies"] == []
+
+    # allowed when put, then the secret's hosts change: the credentials stay sealed
+    await clients.call("PUT", "/v1/proxies/berlin", DE)
+    await svc.secrets.put(
+        WHO.tenant, "proxy-login", "", ["app.example.test"], {"username": "u", "password": PASSWORD}
+    )
+    refused = await clients.call(
+        "POST", "/v1/sessions", {"key": "geo", "country": "de"}, as_="member", status=403
+    )
+    assert refused["error"]["type"] == "secret_not_allowed"
+    assert refused["error"]["secret"] == "proxy-login"
+    assert await svc.stores.runs.open_runs() == []

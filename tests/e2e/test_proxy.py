@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -84,6 +85,16 @@ async def _title_or_error(live: LiveBrowser, url: str) -> str:
         return type(exc).__name__
 
 
+async def _asked_twice(live: LiveBrowser, echo: Echo, host: str) -> list[str | None]:
+    """A page asking for credentials (401) first thing in a fresh browser, then after a
+    page that passed the proxy; neither gets any. Returns the ``Via`` of each request
+    ``host`` received."""
+    assert await _title_or_error(live, echo.url(host, "/ask-auth")) != "GOT CREDENTIALS"
+    assert (await _title(live, echo.url(host, "/"))).startswith(f"VIA {VIA}")
+    assert await _title_or_error(live, echo.url(host, "/ask-auth")) != "GOT CREDENTIALS"
+    return [v for h, v in echo.seen if h == f"{host}:{echo.port}"]
+
+
 @pytest.mark.parametrize("via", ["local", "grid"])
 async def test_a_browser_reaches_a_site_through_an_authenticating_proxy(
     manager: BrowserManager,
@@ -131,14 +142,25 @@ async def test_a_site_asking_for_credentials_never_gets_the_proxys(
     proxy password."""
     proxy = ProxySettings.from_url(proxy_server.url, username=USER, password=PASSWORD)
     live = await manager.start(settings.browser, proxy=proxy)
-    host = f"phish-{settings.browser}.example.test"
-    # first thing in a fresh browser (the proxy has not let anything through yet)...
-    assert await _title_or_error(live, echo.url(host, "/ask-auth")) != "GOT CREDENTIALS"
-    # ...and after the proxy accepted its credentials
-    assert (await _title(live, echo.url(host, "/"))).startswith(f"VIA {VIA}")
-    assert await _title_or_error(live, echo.url(host, "/ask-auth")) != "GOT CREDENTIALS"
-    asked = [h for h, _ in echo.seen if h == f"{host}:{echo.port}"]
+    asked = await _asked_twice(live, echo, f"phish-{settings.browser}.example.test")
     assert len(asked) >= 2, "the site was never reached: the test would prove nothing"
+    assert echo.auth_seen == []
+
+
+async def test_a_site_asking_through_a_proxy_that_never_asks_never_gets_its_credentials(
+    manager: BrowserManager,
+    settings: Settings,
+    tmp_path: Path,
+    echo: Echo,
+) -> None:
+    """H3: a pool proxy has credentials but never answers 407; the first page the agent
+    opens answers 401 with ``WWW-Authenticate: Basic``. The site gets no ``Authorization``
+    (the challenge is a site's, cancelled), though it was reached through the proxy."""
+    with start_proxy(tmp_path, None, None) as open_proxy:
+        proxy = ProxySettings.from_url(open_proxy.url, username=USER, password=PASSWORD)
+        live = await manager.start(settings.browser, proxy=proxy)
+        asked = await _asked_twice(live, echo, f"open-{settings.browser}.example.test")
+    assert len(asked) >= 3 and all(v and v.startswith(VIA) for v in asked)
     assert echo.auth_seen == []
 
 

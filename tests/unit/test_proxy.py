@@ -10,7 +10,13 @@ import anyio
 import pytest
 
 from sitekeep.browser.driver import SessionSpec, _chromium_options, _firefox_options
-from sitekeep.browser.proxy import ProxyAuth, ProxySettings, pac_capability, pac_script
+from sitekeep.browser.proxy import (
+    PROBE_URL,
+    ProxyAuth,
+    ProxySettings,
+    pac_capability,
+    pac_script,
+)
 from sitekeep.errors import InvalidInput
 
 PASSWORD = "dummy-proxy-pass"
@@ -90,10 +96,6 @@ def challenge(request: str, url: str, status: int) -> dict[str, Any]:
     }
 
 
-def response(url: str, status: int) -> dict[str, Any]:
-    return {"request": {"request": "r", "url": url}, "response": {"status": status}}
-
-
 def action(auth: ProxyAuth, params: dict[str, Any]) -> str:
     return str(auth._decide(params)["action"])
 
@@ -124,25 +126,19 @@ class FakeConn:
         self.sent.append(("session.unsubscribe", {"subscriptions": [subscription]}))
 
 
-@pytest.mark.anyio
-async def test_chromium_challenges_count_as_the_proxys_only_until_it_lets_a_response_through() -> (
-    None
-):
+def test_chromium_only_the_probes_challenge_gets_the_credentials() -> None:
+    """Chromium reports status -1 for a proxy's 407 and a site's 401 alike: only the
+    challenge on the probe (a host no site can answer) is the proxy's (H3)."""
     auth = ProxyAuth(SETTINGS)
-    conn = FakeConn()
-    auth._conn = conn  # type: ignore[assignment]
-    auth._responses = "sub-1"
-    assert action(auth, challenge("1", "http://a.example.test/", -1)) == "provideCredentials"
-    assert action(auth, challenge("2", "http://b.example.test/", -1)) == "provideCredentials"
-    auth._on_response(response("http://a.example.test/", 407))  # the proxy's own answer
-    auth._on_response(response("http://localhost:8000/", 200))  # bypassed: proves nothing
-    assert not auth.passed
-    auth._on_response(response("http://a.example.test/", 200))  # through the proxy
-    assert auth.passed
+    assert action(auth, challenge("1", "http://a.example.test/ask-auth", -1)) == "cancel"
+    assert action(auth, challenge("2", PROBE_URL, -1)) == "provideCredentials"
+    assert action(auth, challenge("2", PROBE_URL, -1)) == "cancel"  # refused: no loop
     assert action(auth, challenge("3", "http://evil.example.test/", -1)) == "cancel"
     assert action(auth, challenge("4", "http://a.example.test/", 407)) == "provideCredentials"
-    await anyio.wait_all_tasks_blocked()
-    assert ("session.unsubscribe", {"subscriptions": ["sub-1"]}) in conn.sent
+    assert action(auth, {**challenge("5", "http://a.example.test/", 0), "response": {}}) == (
+        "cancel"
+    )
+    assert auth.answered == 2
 
 
 @pytest.mark.anyio

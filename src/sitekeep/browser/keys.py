@@ -74,6 +74,7 @@ __all__ = [
     "RELEASE_GRACE",
     "TYPE_BUDGET",
     "Guard",
+    "clipboard_chord",
     "type_text",
 ]
 
@@ -405,3 +406,27 @@ async def _press(typing: _Typing, keys: list[str]) -> None:
         sent.cancel()
         raise BidiTimeout("input.performActions", limit)
     sent.result()
+
+
+# WebDriver key values (W3C WebDriver §17.4.2): both sides of each modifier, and the keys
+# that copy, cut or paste with them in every browser and platform.
+_CONTROL_OR_META = frozenset({"\ue009", "\ue051", "\ue03d", "\ue053"})
+_SHIFT = frozenset({"\ue008", "\ue050"})
+_INSERT, _DELETE = "\ue016", "\ue017"
+_WITH_CONTROL = frozenset({"c", "x", "v", _INSERT})  # copy, cut, paste, copy
+_WITH_SHIFT = frozenset({_DELETE, _INSERT})  # cut, paste
+
+
+def clipboard_chord(combos: list[list[str]]) -> int | None:
+    """The index of the first combination in ``combos`` (as ``page.parse_keys`` gives
+    them) that copies, cuts or pastes — ``Control``/``Meta`` with ``C``, ``X``, ``V`` or
+    ``Insert``, ``Shift`` with ``Delete`` or ``Insert``, whatever else is held — or None.
+    A session that typed a secret refuses them (``ClipboardNotAllowed``): the clipboard
+    would carry a typed value past the secret's host rules (SPEC §7)."""
+    for index, combo in enumerate(combos):
+        held = {key.lower() for key in combo}
+        if held & _CONTROL_OR_META and held & _WITH_CONTROL:
+            return index
+        if held & _SHIFT and held & _WITH_SHIFT:
+            return index
+    return None

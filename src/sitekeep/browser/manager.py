@@ -425,7 +425,7 @@ async def wire(
         if guard is not None:
             await guard.install(conn)
         if proxy is not None and proxy.has_credentials:
-            await ProxyAuth(proxy).install(conn)
+            await ProxyAuth(proxy).install(conn, probe=ref.kind == "chromium")
         for event, listener in (
             ("script.message", tracker.on_message),
             ("browsingContext.contextCreated", tracker.on_context_created),

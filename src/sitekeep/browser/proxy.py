@@ -9,7 +9,8 @@
   drivers and Grids, a URL by everyone): a proxy's ``407`` reaches sitekeep as BiDi
   ``network.authRequired`` (blocked by a ``network.addIntercept`` for the
   ``authRequired`` phase) and is answered with ``network.continueWithAuth`` (W3C
-  WebDriver BiDi §network). Only a proxy challenge gets them — a site asking with 401
+  WebDriver BiDi §network). Only a proxy challenge gets them (a 407, or in Chromium,
+  which reports no status, the challenge of :data:`PROBE_URL`) — a site asking with 401
   is cancelled (as a person dismissing the prompt; a headless Firefox left to its
   default waits on a prompt nobody sees), so a page can never phish the proxy's password —
   and a request that is challenged again after its answer is cancelled (wrong
@@ -36,13 +37,17 @@ from urllib.parse import urlsplit
 from sitekeep.browser.bidi import BidiConnection
 from sitekeep.errors import BidiError, BrowserUnavailable, InvalidInput
 
-__all__ = ["ProxyAuth", "ProxySettings", "pac_capability", "pac_script"]
+__all__ = ["PROBE_URL", "ProxyAuth", "ProxySettings", "pac_capability", "pac_script"]
 
 log = logging.getLogger(__name__)
 
 _EVENT = "network.authRequired"
-_RESPONSE = "network.responseStarted"
 _PROXY_CHALLENGE = 407  # RFC 9110 §15.5.8 Proxy Authentication Required
+_PROBE_SECONDS = 10.0
+_PROBE_ENDS = ("network.responseCompleted", "network.fetchError")
+PROBE_URL = "http://sitekeep-proxy-check.invalid/"
+"""What :class:`ProxyAuth` loads to meet the proxy's challenge: a ``.invalid`` host never
+resolves (RFC 6761 §6.4), so no site answers it and any challenge on it is the proxy's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,17 +152,25 @@ def pac_capability(script: str) -> dict[str, Any]:
 class ProxyAuth:
     """Answers a browser's proxy challenges over one BiDi connection (module docstring).
 
-    **Telling the proxy's challenge from a site's.** Firefox reports the challenge's
-    response: status 407 with ``Proxy-Authenticate`` is the proxy's, 401 a site's.
-    Chromium (chromedriver's BiDi, measured with Chromium 156) reports neither: status
-    ``-1``, no headers, no ``authChallenges``, for both — the 407 or 401 response event
-    comes only after the challenge is answered. So when the status is unknown, the
-    order decides: until the proxy has let one response through, no request can have
-    reached a site (an authenticating proxy stops each with 407 first), so every
-    challenge is the proxy's; once a response other than 407 came through the proxy,
-    Chromium sends the accepted credentials unasked and any further challenge is a
-    site's (cancelled, never the proxy's password). Requests to hosts that bypass the
-    proxy (loopback, ``bypass``) never get them.
+    **Telling the proxy's challenge from a site's.** Only a proxy challenge gets the
+    credentials; every other challenge is cancelled. Firefox reports the challenge's
+    response (``network.AuthRequiredParameters.response``): status 407 is the proxy's
+    (RFC 9110 §15.5.8), anything else a site's. Chromium (chromedriver's BiDi, measured
+    with Chromium 156) reports neither: status ``-1``, no headers, no ``authChallenges``,
+    for a proxy's 407 and a site's 401 alike — and no order of events tells them apart
+    (a proxy that never asks lets the very first request reach a site that asks with
+    401). So with ``probe`` (Chromium), :meth:`install` first loads :data:`PROBE_URL`
+    in a background tab: its host is under ``.invalid`` (RFC 6761 §6.4, never resolves),
+    so no site can answer it and a challenge on it can only be the proxy's. That one
+    challenge gets the credentials; Chromium keeps them for the proxy and sends them
+    unasked from then on; every later challenge whose status is unknown is a site's and
+    is cancelled (a proxy that never asked never gets them at all). Requests to hosts
+    that bypass the proxy (loopback, ``bypass``) never get them either.
+
+    Limits (Chromium): a proxy that challenges again later (its own session expired) has
+    that challenge cancelled like a site's, until the next connection probes again (a
+    reattach); the probe waits at most ``_PROBE_SECONDS`` (10 s) for a proxy that does
+    not answer, and each connection's probe opens and closes one background tab.
 
     Install it on every connection to a browser started with credentials: intercepts and
     subscriptions belong to the connection that made them, and a challenge nobody
@@ -171,25 +184,53 @@ class ProxyAuth:
         self._answered: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._conn: BidiConnection | None = None
-        self._responses: str | None = None
-        self.passed = False
-        """Whether the proxy has let a response through (it accepted the credentials)."""
         self.answered = 0
         """How many challenges got the credentials (for tests and diagnostics)."""
 
-    async def install(self, conn: BidiConnection) -> None:
-        """Listen to ``network.authRequired`` and block it for every request; watch
-        responses until the proxy lets one through.
+    async def install(self, conn: BidiConnection, *, probe: bool = False) -> None:
+        """Listen to ``network.authRequired`` and block it for every request; with
+        ``probe`` (a browser that does not report a challenge's status: Chromium), load
+        :data:`PROBE_URL` once so the proxy's own challenge is answered.
 
         Raises:
             BidiError, BrowserUnavailable: the browser refused or went away.
         """
         self._conn = conn
         conn.add_listener(_EVENT, self._on_auth_required)
-        conn.add_listener(_RESPONSE, self._on_response)
         await conn.subscribe([_EVENT])
-        self._responses = await conn.subscribe([_RESPONSE])
         await conn.send("network.addIntercept", {"phases": ["authRequired"]})
+        if probe:
+            await self._probe(conn)
+
+    async def _probe(self, conn: BidiConnection) -> None:
+        made = await conn.send("browsingContext.create", {"type": "tab", "background": True})
+        context = str(made.get("context", ""))
+        ended = asyncio.Event()
+
+        def on_end(params: dict[str, Any]) -> None:
+            # The first response or failure of the probe comes after its challenge (if
+            # the proxy made one) was answered and the retry was settled.
+            if str((params.get("request") or {}).get("url", "")) == PROBE_URL:
+                ended.set()
+
+        removers = [conn.add_listener(event, on_end) for event in _PROBE_ENDS]
+        try:
+            watching = await conn.subscribe(_PROBE_ENDS, [context])
+            await conn.send(
+                "browsingContext.navigate", {"context": context, "url": PROBE_URL, "wait": "none"}
+            )
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_PROBE_SECONDS):
+                    await ended.wait()
+            if not ended.is_set():
+                log.info("the proxy probe did not end in %.0f s", _PROBE_SECONDS)
+            with contextlib.suppress(BidiError):
+                await conn.unsubscribe(watching)
+        finally:
+            for remove in removers:
+                remove()
+            with contextlib.suppress(BidiError):
+                await conn.send("browsingContext.close", {"context": context})
 
     def _bypassed(self, url: str) -> bool:
         try:
@@ -203,22 +244,14 @@ class ProxyAuth:
         except ValueError:
             return False
 
-    def _on_response(self, params: dict[str, Any]) -> None:
-        status = (params.get("response") or {}).get("status")
-        url = str((params.get("request") or {}).get("url", ""))
-        if self.passed or not isinstance(status, int) or status in (-1, _PROXY_CHALLENGE):
-            return
-        if not self._bypassed(url):
-            self.passed = True
-            self._spawn(self._stop_watching())
-
     def _decide(self, params: dict[str, Any]) -> dict[str, Any]:
         request = params.get("request") or {}
         status = (params.get("response") or {}).get("status")
         ident = str(request.get("request", ""))
-        if self._bypassed(str(request.get("url", ""))):
+        url = str(request.get("url", ""))
+        if self._bypassed(url):
             return {"action": "cancel"}
-        proxy_challenge = status == _PROXY_CHALLENGE or (status in (-1, None) and not self.passed)
+        proxy_challenge = status == _PROXY_CHALLENGE or (status in (-1, None) and url == PROBE_URL)
         if not proxy_challenge:
             return {"action": "cancel"}  # a site's 401: never the proxy's password
         if ident in self._answered:
@@ -245,11 +278,6 @@ class ProxyAuth:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    async def _stop_watching(self) -> None:
-        if self._conn is not None and self._responses:
-            with contextlib.suppress(BidiError, BrowserUnavailable):
-                await self._conn.unsubscribe(self._responses)
 
     async def _continue(self, request: str, action: dict[str, Any]) -> None:
         assert self._conn is not None
