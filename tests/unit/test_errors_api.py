@@ -27,6 +27,7 @@ from sitekeep.errors import (
     BodyTooLarge,
     BrowserUnavailable,
     CapacityExceeded,
+    ClipboardNotAllowed,
     Conflict,
     Forbidden,
     InvalidInput,
@@ -74,6 +75,7 @@ CASES: dict[str, tuple[SitekeepError, int]] = {
     "Unreachable": (Unreachable("the server at http://127.0.0.1:1 cannot be reached"), 503),
     "BodyTooLarge": (BodyTooLarge(cap=1_048_576), 413),
     "OwnAddress": (OwnAddress(), 403),
+    "ClipboardNotAllowed": (ClipboardNotAllowed("Control+C"), 403),
     "MethodNotAllowed": (MethodNotAllowed("PUT", "/v1/sessions/k", ("DELETE", "GET")), 405),
 }
 FUNCTIONS = {"error_json", "error_from_json"}
