@@ -296,10 +296,13 @@ class BidiConnection:
 
 
 def _chain(done: asyncio.Future[T], waiter: asyncio.Future[T]) -> None:
-    """Hand ``done``'s outcome to ``waiter`` unless the waiter was settled first."""
-    if waiter.done() or done.cancelled():
+    """Hand ``done``'s outcome to ``waiter`` unless the waiter was settled first (then
+    ``done``'s error is still read, so asyncio never reports it as never retrieved)."""
+    if done.cancelled():
         return
     error = done.exception()
+    if waiter.done():
+        return
     if error is not None:
         waiter.set_exception(error)
     else:
