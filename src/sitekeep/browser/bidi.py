@@ -258,6 +258,10 @@ class BidiConnection:
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(error)
+                # Read once here: a waiter whose task already ended (a guard's intercept
+                # for a browser being torn down) would leave it "never retrieved"; a live
+                # waiter still gets it raised.
+                future.exception()
 
     async def _read(self) -> None:
         try:
