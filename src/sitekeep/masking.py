@@ -27,14 +27,16 @@ from urllib.parse import quote, quote_plus
 
 from sitekeep.model import OriginStorage, SiteData
 
-__all__ = ["MASK", "PIECE", "Masker", "masked_site_data"]
+__all__ = ["MASK", "PIECE", "Masker", "forms", "masked_site_data"]
 
 MASK = "•••"
 PIECE = 12
 """Characters of a value that, found together in a result, are masked."""
 
 
-def _forms(value: str) -> set[str]:
+def forms(value: str) -> set[str]:
+    """``value`` as typed and as a page or URL gives it: percent-encoded (``%20`` or
+    ``+``, RFC 3986 / HTML form submission) and JSON-escaped."""
     return {value, quote(value, safe=""), quote(value), quote_plus(value), json.dumps(value)[1:-1]}
 
 
@@ -53,7 +55,7 @@ class Masker:
         """A masker for ``values`` (empty strings are ignored)."""
         grouped: dict[int, set[str]] = {}
         for value in values:
-            for form in _forms(value) if value else ():
+            for form in forms(value) if value else ():
                 size = min(len(form), PIECE)
                 grouped.setdefault(size, set()).update(
                     form[i : i + size] for i in range(len(form) - size + 1)

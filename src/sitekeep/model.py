@@ -221,7 +221,8 @@ class SessionRecord:
 RECORD_JSON: TypeAdapter[SessionRecord] = TypeAdapter(SessionRecord)
 SITE_DATA_JSON: TypeAdapter[SiteData] = TypeAdapter(SiteData)
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone UTF-16 surrogate: a JS string may hold one, UTF-8 cannot encode it."""
 
 
 def json_bytes(value: Any) -> bytes:
@@ -238,7 +239,7 @@ def json_bytes(value: Any) -> bytes:
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     if text.isascii():
         return text.encode()
-    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode()
+    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode()
 
 
 def dump_site_data(snapshot: SiteData) -> bytes:

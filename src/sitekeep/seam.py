@@ -32,13 +32,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-import re
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import quote, quote_plus, unquote_plus
+from urllib.parse import unquote_plus
 
 import anyio
 from msgspec import UNSET, UnsetType
@@ -66,9 +65,10 @@ from sitekeep.errors import (
 )
 from sitekeep.journal import Journal, JournalKey, SessionState, fold, records
 from sitekeep.journal.records import Begin, MarkKind, Record, RefsStatus
-from sitekeep.masking import Masker
+from sitekeep.masking import Masker, forms
 from sitekeep.metrics import Metrics
 from sitekeep.model import (
+    LONE_SURROGATE,
     RECORD_JSON,
     BrowserRef,
     HistoryEntry,
@@ -99,7 +99,6 @@ _REVISIONS: contextvars.ContextVar[dict[tuple[str, str], int] | None] = contextv
 )
 """Inside a seam: the revision of each session record the call read (0: absent)."""
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 UNSETTLED_WARNING = (
     "the operation ran but its journal finish could not be written: the session is "
     "unsettled — the next call inspects the browser first; do not repeat the operation "
@@ -153,6 +152,8 @@ class Session:
     browser: LiveBrowser | None = None
     pages: list[str] = field(default_factory=list)
     last: tuple[PageInfo, bool] | None = None
+    _typed: tuple[tuple[tuple[str, str], ...], list[str]] | None = None
+    """The typed secrets' names and their values, revealed once per call."""
     unsettled: bool = False
     warnings: list[dict[str, Any]] = field(default_factory=list)
     save_full: bool = False
@@ -322,12 +323,20 @@ class Session:
         return await self.landed(page)
 
     async def landed(self, page: PageInfo) -> tuple[PageInfo, bool]:
-        record = self.require()
-        withheld = await self.seam.holds_secret(self.who.tenant, record, page.url)
+        withheld = any(_appears_in(value, page.url) for value in await self.typed_values())
         if not withheld:
             self.pages.append(page.url)
         self.last = (page, withheld)
         return self.last
+
+    async def typed_values(self) -> list[str]:
+        """The values of the secrets typed in the session, revealed (decrypted) once per
+        call and again only after the call typed another — not at every look of a flow."""
+        record = self.require()
+        if self._typed is None or self._typed[0] != record.typed_secrets:
+            values = await self.seam.typed_values(self.who.tenant, record)
+            self._typed = (record.typed_secrets, values)
+        return self._typed[1]
 
     # -- dispatch -------------------------------------------------------------------------
 
@@ -385,7 +394,7 @@ class Session:
             with contextlib.suppress(SitekeepError):
                 await self.look()
         await self.finish(begun, exc, typed=typed)
-        masker = await self.seam.masker(self.who.tenant, self.require())
+        masker = Masker.of(await self.typed_values())
         if masker:
             for name, value in vars(exc).items():
                 if isinstance(value, str):
@@ -424,7 +433,7 @@ class Session:
             await self.look()
         if self.last is not None:
             result = {**result, **_landing(*self.last)}
-        result = well_formed((await self.seam.masker(self.who.tenant, record)).value(result))
+        result = well_formed(Masker.of(await self.typed_values()).value(result))
         if record.reopened is not None:
             result.setdefault("site_data", dict(record.reopened))
         if self.warnings:
@@ -992,8 +1001,7 @@ def _appears_in(value: str, url: str) -> bool:
     field values in the query string, RFC 3986 / HTML §form submission)."""
     if not value:
         return False
-    forms = {value, quote(value, safe=""), quote_plus(value), quote(value)}
-    return any(form in url for form in forms) or value in unquote_plus(url)
+    return any(form in url for form in forms(value)) or value in unquote_plus(url)
 
 
 def well_formed(result: dict[str, Any]) -> dict[str, Any]:
@@ -1006,7 +1014,7 @@ def well_formed(result: dict[str, Any]) -> dict[str, Any]:
 
 def _scrub(value: Any) -> Any:
     if isinstance(value, str):
-        return value if value.isascii() else _LONE_SURROGATE.sub("\ufffd", value)
+        return value if value.isascii() else LONE_SURROGATE.sub("\ufffd", value)
     if isinstance(value, dict):
         return {_scrub(k): _scrub(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
