@@ -51,9 +51,9 @@ Single figures, after the sizes (``--runs`` each, medians):
   restore) with a pooled browser that idled ``POOL_IDLE``; Chromium, and Firefox from a
   Firefox pool of one (``warm_browsers`` firefox:1).
 * **BiDi round trip** — ``script.evaluate("1")`` on sitekeep's socket, 50 calls, p50.
-* **journal overhead on a navigate** — ``Service.navigate`` on two services side by side,
-  one with its journal (files, fsync) and one with a journal backend that keeps nothing
-  (``singles.NoJournal``, bench only), alternating.
+* **journal overhead on a navigate** — ``Service.navigate`` on two sessions of one
+  service, one journaled (files, fsync) and one through a journal backend that keeps
+  nothing (``singles.NoJournal``, bench only), alternating; the sessions swap roles halfway.
 
 Every target of issue #15 is printed with its verdict (``bench/targets.py``); the run's
 summary goes into the raw JSON and, with ``--baseline``, to
