@@ -51,10 +51,9 @@ Single figures, after the sizes (``--runs`` each, medians):
   restore) with a pooled browser that idled ``POOL_IDLE``; Chromium, and Firefox from a
   Firefox pool of one (``warm_browsers`` firefox:1).
 * **BiDi round trip** — ``script.evaluate("1")`` on sitekeep's socket, 50 calls, p50.
-* **journal overhead on a navigate** — ``Service.navigate`` with the journal on vs off,
-  alternating; when the service does not journal yet (``Settings`` has no ``journal``
-  switch), the begin + finish ``Journal.write`` of a navigate (file backend, fsync)
-  measured beside the navigate instead, and marked ``estimated``.
+* **journal overhead on a navigate** — ``Service.navigate`` on two sessions of one
+  service, one journaled (files, fsync) and one through a journal backend that keeps
+  nothing (``singles.NoJournal``, bench only), alternating; the sessions swap roles halfway.
 
 Every target of issue #15 is printed with its verdict (``bench/targets.py``); the run's
 summary goes into the raw JSON and, with ``--baseline``, to
@@ -704,14 +703,9 @@ async def measure_singles(
             await singles.end_service(svc)
     console.print("[dim]journal overhead on a navigate…[/dim]")
 
-    def make_service(**overrides: Any) -> Service:
-        name = "journal-" + "-".join(f"{k}{v}" for k, v in overrides.items())
-        update = {"data_dir": settings.data_dir / name, "warm_browsers": {}, **overrides}
-        return Service.from_settings(settings.model_copy(update=update))
-
     pages = (land_url(sites), f"{origin(sites, 0)}/__fixture/page?title=other")
     out["journal overhead on a navigate"] = await singles.journal_overhead(
-        make_service, WHO, pages, runs, settings.data_dir
+        settings, WHO, pages, runs
     )
     return out
 

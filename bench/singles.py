@@ -5,23 +5,18 @@ on a navigate. Each returns its figures as plain JSON (ms, p50 = median)."""
 from __future__ import annotations
 
 import asyncio
-import secrets
 import statistics
 import time
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.config import Settings
-from sitekeep.journal import Journal, JournalKey, open_backend, records
+from sitekeep.journal import Entry, Journal, JournalBackend, JournalKey, open_journal
+from sitekeep.journal.records import MAX_RECORD
 from sitekeep.model import Principal
 from sitekeep.service import Service
 
 ROUND_TRIPS = 50
-JOURNAL_SWITCH = "journal"
-"""The ``Settings`` field (``SITEKEEP_JOURNAL``) that turns the service's journal on or off,
-once the service journals (issue #11 part 2); until then the overhead is estimated."""
 
 
 def ms(start: float) -> float:
@@ -61,86 +56,123 @@ async def round_trips(live: LiveBrowser, calls: int = ROUND_TRIPS) -> dict:
     return figures(took)
 
 
+class NoJournal:
+    """A journal backend that keeps nothing: the "journal off" side of the overhead figure.
+
+    Benchmark only — it is no backend a service may run on (no record survives, no
+    compare-and-append): what it takes away is exactly what the real backend adds to a
+    call (its worker-thread hops, file lock, head check, write and fsync); encoding and
+    folding the records stay on both sides."""
+
+    max_record = MAX_RECORD
+    durability = "none (benchmark only)"
+
+    def __init__(self) -> None:
+        self._appended = 0
+
+    async def append(self, key: JournalKey, line: bytes, *, record: str, parent: str | None) -> str:
+        self._appended += 1
+        return str(self._appended)
+
+    async def head(self, key: JournalKey) -> str | None:
+        return None
+
+    async def entries(self, key: JournalKey, *, after: str | None, limit: int) -> list[Entry]:
+        return []
+
+    async def last(self, key: JournalKey, limit: int) -> list[Entry]:
+        return []
+
+    def source(self, key: JournalKey) -> None:
+        return None
+
+    async def keys(self, tenant: str | None = None) -> list[JournalKey]:
+        return []
+
+    async def remove(self, key: JournalKey) -> bool:
+        return False
+
+    async def aclose(self) -> None:
+        return None
+
+
+class Switched:
+    """A journal backend that writes every stream through ``real`` except those of the
+    keys in ``off``, which go to :class:`NoJournal` (benchmark only)."""
+
+    def __init__(self, real: JournalBackend) -> None:
+        self.real, self.none = real, NoJournal()
+        self.off: set[str] = set()
+        self.max_record, self.durability = real.max_record, real.durability
+
+    def _to(self, key: JournalKey) -> Any:
+        return self.none if key.key in self.off else self.real
+
+    async def append(self, key: JournalKey, line: bytes, *, record: str, parent: str | None) -> str:
+        return str(await self._to(key).append(key, line, record=record, parent=parent))
+
+    async def head(self, key: JournalKey) -> str | None:
+        return await self._to(key).head(key)  # type: ignore[no-any-return]
+
+    async def entries(self, key: JournalKey, *, after: str | None, limit: int) -> list[Entry]:
+        return await self._to(key).entries(key, after=after, limit=limit)  # type: ignore[no-any-return]
+
+    async def last(self, key: JournalKey, limit: int) -> list[Entry]:
+        return await self._to(key).last(key, limit)  # type: ignore[no-any-return]
+
+    def source(self, key: JournalKey) -> Any:
+        return self._to(key).source(key)
+
+    async def keys(self, tenant: str | None = None) -> list[JournalKey]:
+        return await self.real.keys(tenant)
+
+    async def remove(self, key: JournalKey) -> bool:
+        return await self.real.remove(key)
+
+    async def aclose(self) -> None:
+        await self.real.aclose()
+
+
 async def journal_overhead(
-    make_service: Callable[..., Service],
-    who: Principal,
-    pages: tuple[str, str],
-    runs: int,
-    data_dir: Path,
-) -> dict:
-    """The journal's cost on ``Service.navigate``: on vs off when the service has the
-    switch, else estimated from the records a navigate would write (see module doc)."""
-    samples = max(4 * runs, 20)
-    if JOURNAL_SWITCH in Settings.model_fields:
-        return await _switched(make_service, who, pages, samples)
-    return await _estimated(make_service(), who, pages, samples, data_dir)
-
-
-async def _switched(
-    make_service: Callable[..., Service], who: Principal, pages: tuple[str, str], samples: int
-) -> dict:
-    on, off = make_service(**{JOURNAL_SWITCH: True}), make_service(**{JOURNAL_SWITCH: False})
+    settings: Settings, who: Principal, pages: tuple[str, str], runs: int
+) -> dict[str, Any]:
+    """The journal's cost on ``Service.navigate``. One service, its journal (files, fsync,
+    in ``settings.data_dir``) behind :class:`Switched`; two sessions, each in its own
+    browser, one journaled and one not (:class:`NoJournal`); their navigates alternate
+    (which goes first swaps each round). Halfway the two swap roles, so neither browser's
+    own speed counts as journal cost; after the swap the newly journaled session's first
+    call replays its journal (a conflict: its records went nowhere), so 2 rounds are
+    dropped there as at the start. ``max(20·runs, 100)`` navigates each; the overhead is
+    (p50 on − p50 off) / p50 off."""
+    samples = max(20 * runs, 100)
+    backend = Switched(open_journal(settings).backend)
+    service = Service.from_settings(
+        settings.model_copy(update={"warm_browsers": {}}), journal=Journal(backend)
+    )
     times: dict[str, list[float]] = {"on": [], "off": []}
+    keys = ("journal-a", "journal-b")
     try:
-        for service in (on, off):
-            await service.open_session(who, key="journal")
-        for i in range(samples + 2):
-            order = [("on", on), ("off", off)]
-            for name, service in order if i % 2 == 0 else reversed(order):
-                start = time.perf_counter()
-                await service.navigate(who, "journal", pages[i % 2])
-                if i >= 2:
-                    times[name].append(ms(start))
+        for key in keys:
+            await service.open_session(who, key=key)
+        for half in range(2):
+            on_key, off_key = keys if half == 0 else keys[::-1]
+            backend.off = {off_key}
+            for i in range(samples // 2 + 2):
+                order = [("on", on_key), ("off", off_key)]
+                for name, key in order if i % 2 == 0 else reversed(order):
+                    start = time.perf_counter()
+                    await service.navigate(who, key, pages[i % 2])
+                    if i >= 2:
+                        times[name].append(ms(start))
     finally:
-        for service in (on, off):
-            await end_service(service)
+        await end_service(service)
     p_on, p_off = statistics.median(times["on"]), statistics.median(times["off"])
     return {
-        "how": "switched",
+        "how": f"navigate with the journal ({backend.durability}) vs without, alternating",
         "navigate_on_p50_ms": p_on,
         "navigate_off_p50_ms": p_off,
         "overhead": (p_on - p_off) / p_off,
-        "n": samples,
-    }
-
-
-async def _estimated(
-    service: Service, who: Principal, pages: tuple[str, str], samples: int, data_dir: Path
-) -> dict:
-    journal = Journal(open_backend(f"file://{data_dir / 'journal-bench'}"))
-    key = JournalKey(who.tenant, "journal")
-    nav: list[float] = []
-    writes: list[float] = []
-    head: str | None = None
-    try:
-        await service.open_session(who, key="journal")
-        for i in range(samples + 2):
-            start = time.perf_counter()
-            begin = records.begin(
-                "navigate", {"url": pages[i % 2]}, parent=head, call=secrets.token_hex(16)
-            )
-            await journal.write(key, begin)
-            done = records.finish(begin, "ok", parent=begin.id, pages=[pages[i % 2]])
-            await journal.write(key, done)
-            head = done.id
-            wrote = ms(start)
-            start = time.perf_counter()
-            await service.navigate(who, "journal", pages[i % 2])
-            if i >= 2:
-                nav.append(ms(start))
-                writes.append(wrote)
-        await service.delete_session(who, "journal")
-    finally:
-        await journal.aclose()
-        await end_service(service)
-    p_nav, p_writes = statistics.median(nav), statistics.median(writes)
-    return {
-        "how": "estimated: the service does not journal yet (no SITEKEEP_JOURNAL switch); "
-        "begin + finish Journal.write (file, fsync) beside Service.navigate",
-        "navigate_p50_ms": p_nav,
-        "journal_writes_p50_ms": p_writes,
-        "overhead": p_writes / p_nav,
-        "n": samples,
+        "n": len(times["on"]),
     }
 
 
@@ -149,3 +181,31 @@ async def end_service(service: Service) -> None:
     await service.browsers.close_all()
     await service.aclose()
     service.browsers.stop_local_drivers()
+
+
+async def _journal_only(runs: int) -> None:
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from fixtures.sites import start_sites
+
+    sites = start_sites()
+    base = f"http://127.0.0.1:{sites.port}/__fixture/page"
+    try:
+        with tempfile.TemporaryDirectory(prefix="sitekeep-bench-") as tmp:
+            settings = Settings(data_dir=Path(tmp), session_store="memory://")
+            pages = (f"{base}?title=landed", f"{base}?title=other")
+            got = await journal_overhead(settings, Principal("bench", "bench"), pages, runs)
+    finally:
+        sites.stop()
+    print({k: round(v, 4) if isinstance(v, float) else v for k, v in got.items()})
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="the journal overhead on a navigate, alone")
+    parser.add_argument("--runs", type=int, default=10, help="navigates each: max(4·runs, 20)")
+    asyncio.run(_journal_only(parser.parse_args().runs))

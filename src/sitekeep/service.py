@@ -192,11 +192,17 @@ class Service:
         """Counters and histograms for ``GET /metrics`` (SPEC §13)."""
 
     @classmethod
-    def from_settings(cls, settings: Settings, clock: Callable[[], float] = time.time) -> Service:
-        """Open the stores, load (or generate) the master key, prepare the browsers."""
+    def from_settings(
+        cls,
+        settings: Settings,
+        clock: Callable[[], float] = time.time,
+        journal: Journal | None = None,
+    ) -> Service:
+        """Open the stores, load (or generate) the master key, prepare the browsers; the
+        journal is ``journal`` when given, else the one the settings name."""
         cipher = Cipher(KeyFile(settings.key_file, settings.master_key))
         stores = Stores.open(settings, clock)
-        return cls(settings, stores, cipher, BrowserManager(settings), clock)
+        return cls(settings, stores, cipher, BrowserManager(settings), clock, journal)
 
     async def aclose(self) -> None:
         """Close sockets and store connections; browsers live on (SPEC §2)."""

@@ -153,6 +153,32 @@ async def test_a_second_backend_on_the_same_url_sees_every_record(url: str) -> N
         await second.aclose()
 
 
+async def test_a_writer_sees_the_appends_of_another_backend_between_its_own(url: str) -> None:
+    """Two backends on one URL (as ``sitekeep serve`` and ``sitekeep mcp`` share a data dir):
+    whatever one remembers of its own last append, the other's appends in between move
+    the head it checks, and removing the stream resets it."""
+    first, second = Journal(open_backend(url)), Journal(open_backend(url))
+    try:
+        a = records.begin("click", {}, parent=None, call=records.new_id())
+        await first.write(KEY, a)
+        b = records.begin("click", {}, parent=a.id, call=records.new_id())
+        await second.write(KEY, b)
+        stale = records.begin("click", {}, parent=a.id, call=records.new_id())
+        with pytest.raises(JournalConflict) as raised:
+            await first.write(KEY, stale)
+        assert raised.value.head == b.id
+        c = records.begin("click", {}, parent=b.id, call=records.new_id())
+        await first.write(KEY, c)
+        assert await second.remove(KEY)
+        with pytest.raises(JournalConflict) as raised:
+            await first.write(KEY, records.begin("click", {}, parent=c.id, call=records.new_id()))
+        assert raised.value.head is None
+        await first.write(KEY, records.begin("click", {}, parent=None, call=records.new_id()))
+    finally:
+        await first.aclose()
+        await second.aclose()
+
+
 async def test_a_source_reads_the_stream_as_it_was_when_opened(journal: Journal) -> None:
     chain = session()
     await write_all(journal, KEY, chain.made[:3])

@@ -58,6 +58,12 @@ class FileJournal:
         self.root = root
         self.max_record = max_record
         self._poisoned: set[JournalKey] = set()
+        self._heads: dict[JournalKey, tuple[tuple[int, ...], str]] = {}
+        """Per stream, after this process's last append to it: the file's identity then
+        (device, inode, size, mtime and ctime in ns) and the record appended. A file found
+        the same under the lock was written by no one since, so that record is its head
+        without reading the file back; any other writer (another process, a removal, a
+        torn tail cut) changes its size or times."""
 
     def path(self, key: JournalKey) -> Path:
         """The file of ``key``'s stream."""
@@ -66,9 +72,9 @@ class FileJournal:
     # -- append ---------------------------------------------------------------------------
 
     async def append(self, key: JournalKey, line: bytes, *, record: str, parent: str | None) -> str:
-        return await anyio.to_thread.run_sync(self._append, key, line, parent)
+        return await anyio.to_thread.run_sync(self._append, key, line, record, parent)
 
-    def _append(self, key: JournalKey, line: bytes, parent: str | None) -> str:
+    def _append(self, key: JournalKey, line: bytes, record: str, parent: str | None) -> str:
         if len(line) > self.max_record:
             raise RecordTooLarge(size=len(line), cap=self.max_record)
         if not line.endswith(b"\n") or b"\n" in line[:-1]:
@@ -85,26 +91,37 @@ class FileJournal:
         except OSError as exc:
             raise _unavailable("open", exc) from exc
         try:
-            return self._append_locked(key, fd, path, line, parent, created)
+            return self._append_locked(key, fd, path, line, record, parent, created)
         finally:
             os.close(fd)
 
     def _append_locked(
-        self, key: JournalKey, fd: int, path: Path, line: bytes, parent: str | None, created: bool
+        self,
+        key: JournalKey,
+        fd: int,
+        path: Path,
+        line: bytes,
+        record: str,
+        parent: str | None,
+        created: bool,
     ) -> str:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             size = self._seal(fd, path)
         except OSError as exc:
             raise _unavailable("prepare", exc) from exc
-        head = self._head(path)
+        head = self._known_head(key, fd)
+        if head is None:
+            head = self._head(path)
         if head != parent:
             raise JournalConflict(expected=parent, head=head)
+        self._heads.pop(key, None)
         try:
             _write_all(fd, line)
             os.fsync(fd)
             if created:
                 _fsync_dir(path.parent)
+            self._remember(key, fd, record)
         except OSError as exc:
             if self._roll_back(key, fd, size):
                 raise _unavailable("append", exc) from exc
@@ -115,6 +132,17 @@ class FileJournal:
                 errno=exc.errno,
             ) from exc
         return str(size)
+
+    def _known_head(self, key: JournalKey, fd: int) -> str | None:
+        """The record this process appended last to ``key``'s file when no one wrote to
+        the file since (see ``_heads``); None when the head must be read."""
+        known = self._heads.get(key)
+        if known is None or known[0] != _identity(fd):
+            return None
+        return known[1]
+
+    def _remember(self, key: JournalKey, fd: int, record: str) -> None:
+        self._heads[key] = (_identity(fd), record)
 
     def _seal(self, fd: int, path: Path) -> int:
         """Drop a torn tail (bytes after the last newline); the file's committed size."""
@@ -233,6 +261,7 @@ class FileJournal:
     def _remove(self, key: JournalKey) -> bool:
         path = self.path(key)
         self._poisoned.discard(key)
+        self._heads.pop(key, None)
         try:
             path.unlink()
         except FileNotFoundError:
@@ -271,6 +300,11 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+def _identity(fd: int) -> tuple[int, ...]:
+    stat = os.fstat(fd)
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
 def _fsync_dir(directory: Path) -> None:
