@@ -555,6 +555,7 @@ class Tracer:
             (SpareResponder, "__aenter__", "spare: enter (subscribe + addIntercept)"),
             (SpareResponder, "_teardown", "spare: exit (removeIntercept + unsubscribe)"),
             (seam_mod.Seam, "load", "seam: load record"),
+            (seam_mod.Session, "write", "journal: append (fsync)"),
             (seam_mod.Seam, "load_snapshot", "seam: load + open snapshot"),
             (seam_mod.Seam, "put_snapshot", "seam: seal + store snapshot"),
             (seam_mod.Seam, "put", "seam: store record"),

@@ -42,7 +42,7 @@ REPLIES: dict[str, dict[str, Any]] = {
     "storage.getCookies": {"cookies": []},
     "browsingContext.getTree": {"contexts": [{"context": "main", "children": []}]},
     "script.getRealms": {"realms": []},
-    "script.callFunction": _main_read(),
+    "script.evaluate": _main_read(),
 }
 
 
@@ -54,7 +54,7 @@ class HeldConn:
     def __init__(self, frames: int = 0) -> None:
         self.sent: list[str] = []
         self.release = asyncio.Event()
-        self.replies = {**REPLIES, "script.callFunction": _main_read(frames)}
+        self.replies = {**REPLIES, "script.evaluate": _main_read(frames)}
 
     async def send(self, method: str, params: Any = None, **_: Any) -> dict[str, Any]:
         self.sent.append(method)
@@ -79,7 +79,7 @@ async def test_a_browser_tracked_from_birth_with_one_tab_sends_two_reads_and_no_
     conn = HeldConn()
     in_flight, read = await _save(conn, LeaveTracker.at_birth())
 
-    assert in_flight == ["script.callFunction", "storage.getCookies"]
+    assert in_flight == ["script.evaluate", "storage.getCookies"]
     assert len(conn.sent) == 2  # no getTree, no getRealms, no page_info
     assert read.page == PageInfo(URL, "the title")
     assert read.local[ORIGIN] == {"k": "v"}
@@ -90,7 +90,7 @@ async def test_frames_in_the_main_tab_bring_the_tree_after_its_read() -> None:
     conn = HeldConn(frames=1)
     in_flight, read = await _save(conn, LeaveTracker.at_birth())
 
-    assert in_flight == ["script.callFunction", "storage.getCookies"]
+    assert in_flight == ["script.evaluate", "storage.getCookies"]
     assert sorted(conn.sent[2:]) == ["browsingContext.getTree", "script.getRealms"]
     assert read.page == PageInfo(URL, "the title")
 
@@ -104,7 +104,7 @@ async def test_a_save_of_the_main_tab_alone_sends_every_read_before_any_reply() 
 
     assert in_flight == [
         "browsingContext.getTree",
-        "script.callFunction",
+        "script.evaluate",
         "script.getRealms",
         "storage.getCookies",
     ]
