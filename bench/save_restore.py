@@ -50,7 +50,11 @@ Single figures, after the sizes (``--runs`` each, medians):
 * **open_session, pool, no site data** — ``open_session`` of a new session (nothing to
   restore) with a pooled browser that idled ``POOL_IDLE``; Chromium, and Firefox from a
   Firefox pool of one (``warm_browsers`` firefox:1).
-* **BiDi round trip** — ``script.evaluate("1")`` on sitekeep's socket, 50 calls, p50.
+* **BiDi round trip** — ``script.evaluate("1")`` on sitekeep's socket, 50 calls, p50;
+  beside it, alternating call by call on a second socket to the same session, a bare
+  ``websockets`` client doing the same call (``bare_p50_ms``, the floor: what the driver
+  and browser cost) and ``session.status`` (``relay_p50_ms``: the socket and the driver
+  alone).
 * **journal overhead on a navigate** — ``Service.navigate`` with the journal on vs off,
   alternating; when the service does not journal yet (``Settings`` has no ``journal``
   switch), the begin + finish ``Journal.write`` of a navigate (file backend, fsync)
