@@ -73,6 +73,7 @@ import contextlib
 import functools
 import json
 import logging
+import os
 import statistics
 import subprocess
 import sys
@@ -736,6 +737,17 @@ def print_singles(singles_: dict[str, dict[str, Any]]) -> None:
     console.print(table)
 
 
+LOAD_SAMPLES: list[float] = []
+"""The 1-minute load average, sampled every 10 s through the run (ratios move with it:
+on a busy machine Playwright's multi-step restores slow down more than sitekeep's)."""
+
+
+async def sample_load(every: float = 10.0) -> None:
+    while True:
+        LOAD_SAMPLES.append(os.getloadavg()[0])
+        await asyncio.sleep(every)
+
+
 def git_commit() -> tuple[str, bool]:
     def git(*args: str) -> str:
         return subprocess.run(
@@ -772,6 +784,7 @@ async def main(
     firefox = Service.from_settings(ff_settings) if not no_firefox else None
     results: dict[int, dict[str, Series]] = {}
     started = time.time()
+    loads = asyncio.get_running_loop().create_task(sample_load())
     commit, dirty = git_commit()  # the code measured: taken before the run
     browser_version = "?"
     try:
@@ -802,7 +815,14 @@ async def main(
         print_tables(results)
     print_singles(figures)
     summary = targets.summarise(results, figures)
+    loads.cancel()
     summary |= {
+        "load_1min": {
+            "min": min(LOAD_SAMPLES),
+            "median": statistics.median(LOAD_SAMPLES),
+            "max": max(LOAD_SAMPLES),
+            "n": len(LOAD_SAMPLES),
+        },
         "commit": commit,
         "dirty": dirty,
         "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -810,6 +830,11 @@ async def main(
         "sizes": sizes,
         "chromium": browser_version,
     }
+    load = summary["load_1min"]
+    console.print(
+        f"load average (1 min) through the run: median {load['median']:.2f}, "
+        f"{load['min']:.2f}–{load['max']:.2f} ({load['n']} samples)"
+    )
     console.print(f"targets of issue #15 (commit {commit}{' + changes' if dirty else ''}):")
     for verdict in summary["targets"]:
         console.print(targets.verdict_line(verdict))
