@@ -106,6 +106,27 @@ def lost_targets(new: dict[str, Any], old: dict[str, Any]) -> list[str]:
     ]
 
 
+def load_note(new: dict[str, Any], old: dict[str, Any]) -> list[str]:
+    """The machine's load in both runs (median 1-minute load average), and a warning when
+    one was more than twice as busy: ratios move with load (Playwright's multi-step
+    restores slow down more than sitekeep's on a busy machine), so a ratio that grew
+    beside a load that fell may be the load, not the code."""
+
+    def median_load(summary: dict[str, Any]) -> float | None:
+        value = (summary.get("load_1min") or {}).get("median")
+        return float(value) if _number(value) else None
+
+    before, after = median_load(old), median_load(new)
+    shown = [f"{v:.2f}" if v is not None else "not recorded" for v in (before, after)]
+    lines = [f"load average (1 min, median): baseline {shown[0]}, new {shown[1]}"]
+    if before and after and max(before, after) > 2 * min(before, after):
+        lines.append(
+            "WARNING: the two runs saw very different load; ratios move with it — "
+            "compare runs made under similar load before blaming the code"
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("new", type=Path)
@@ -115,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     base_path = args.baseline or latest_baseline()
     new, old = load_summary(args.new), load_summary(base_path)
     print(f"{args.new} against {base_path} (commit {old.get('commit', '?')})")
+    for line in load_note(new, old):
+        print(line)
     rows = changes(new, old, args.tolerance)
     for r in rows:
         where = f" N={r['n']}" if r["n"] is not None else ""

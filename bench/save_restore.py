@@ -50,7 +50,11 @@ Single figures, after the sizes (``--runs`` each, medians):
 * **open_session, pool, no site data** — ``open_session`` of a new session (nothing to
   restore) with a pooled browser that idled ``POOL_IDLE``; Chromium, and Firefox from a
   Firefox pool of one (``warm_browsers`` firefox:1).
-* **BiDi round trip** — ``script.evaluate("1")`` on sitekeep's socket, 50 calls, p50.
+* **BiDi round trip** — ``script.evaluate("1")`` on sitekeep's socket, 50 calls, p50;
+  beside it, alternating call by call on a second socket to the same session, a bare
+  ``websockets`` client doing the same call (``bare_p50_ms``, the floor: what the driver
+  and browser cost) and ``session.status`` (``relay_p50_ms``: the socket and the driver
+  alone).
 * **journal overhead on a navigate** — ``Service.navigate`` on two sessions of one
   service, one journaled (files, fsync) and one through a journal backend that keeps
   nothing (``singles.NoJournal``, bench only), alternating; the sessions swap roles halfway.
@@ -68,6 +72,7 @@ import contextlib
 import functools
 import json
 import logging
+import os
 import statistics
 import subprocess
 import sys
@@ -554,6 +559,7 @@ class Tracer:
             (SpareResponder, "__aenter__", "spare: enter (subscribe + addIntercept)"),
             (SpareResponder, "_teardown", "spare: exit (removeIntercept + unsubscribe)"),
             (seam_mod.Seam, "load", "seam: load record"),
+            (seam_mod.Session, "write", "journal: append (fsync)"),
             (seam_mod.Seam, "load_snapshot", "seam: load + open snapshot"),
             (seam_mod.Seam, "put_snapshot", "seam: seal + store snapshot"),
             (seam_mod.Seam, "put", "seam: store record"),
@@ -725,6 +731,17 @@ def print_singles(singles_: dict[str, dict[str, Any]]) -> None:
     console.print(table)
 
 
+LOAD_SAMPLES: list[float] = []
+"""The 1-minute load average, sampled every 10 s through the run (ratios move with it:
+on a busy machine Playwright's multi-step restores slow down more than sitekeep's)."""
+
+
+async def sample_load(every: float = 10.0) -> None:
+    while True:
+        LOAD_SAMPLES.append(os.getloadavg()[0])
+        await asyncio.sleep(every)
+
+
 def git_commit() -> tuple[str, bool]:
     def git(*args: str) -> str:
         return subprocess.run(
@@ -761,6 +778,7 @@ async def main(
     firefox = Service.from_settings(ff_settings) if not no_firefox else None
     results: dict[int, dict[str, Series]] = {}
     started = time.time()
+    loads = asyncio.get_running_loop().create_task(sample_load())
     commit, dirty = git_commit()  # the code measured: taken before the run
     browser_version = "?"
     try:
@@ -791,7 +809,14 @@ async def main(
         print_tables(results)
     print_singles(figures)
     summary = targets.summarise(results, figures)
+    loads.cancel()
     summary |= {
+        "load_1min": {
+            "min": min(LOAD_SAMPLES),
+            "median": statistics.median(LOAD_SAMPLES),
+            "max": max(LOAD_SAMPLES),
+            "n": len(LOAD_SAMPLES),
+        },
         "commit": commit,
         "dirty": dirty,
         "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -799,6 +824,11 @@ async def main(
         "sizes": sizes,
         "chromium": browser_version,
     }
+    load = summary["load_1min"]
+    console.print(
+        f"load average (1 min) through the run: median {load['median']:.2f}, "
+        f"{load['min']:.2f}–{load['max']:.2f} ({load['n']} samples)"
+    )
     console.print(f"targets of issue #15 (commit {commit}{' + changes' if dirty else ''}):")
     for verdict in summary["targets"]:
         console.print(targets.verdict_line(verdict))

@@ -5,9 +5,14 @@ on a navigate. Each returns its figures as plain JSON (ms, p50 = median)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
+
+import websockets
 
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.config import Settings
@@ -45,15 +50,49 @@ async def open_empty(service: Service, who: Principal, kind: str, runs: int, idl
 
 
 async def round_trips(live: LiveBrowser, calls: int = ROUND_TRIPS) -> dict:
-    """``script.evaluate("1")`` in the main tab, one at a time; the first 5 warm up."""
+    """``script.evaluate("1")`` in the main tab, one at a time; the first 5 warm up.
+
+    ``p50_ms`` is sitekeep's ``BidiConnection``. Beside it, alternating call by call on a
+    second socket to the same session, the floor under it: a bare ``websockets`` client
+    doing the same call (``bare_p50_ms``: what the browser side costs, so
+    ``p50_ms - bare_p50_ms`` is the client's own overhead), and ``session.status``
+    (``relay_p50_ms``: the socket and the driver alone, no browser behind them)."""
     params = {"expression": "1", "target": {"context": live.context}, "awaitPromise": False}
-    took: list[float] = []
-    for call in range(calls + 5):
-        start = time.perf_counter()
+    bare = await websockets.connect(
+        live.conn.url, max_size=None, compression=None, ping_interval=None
+    )
+    ids = itertools.count(1)
+
+    async def ours() -> None:
         await live.conn.send("script.evaluate", params)
-        if call >= 5:
-            took.append(ms(start))
-    return figures(took)
+
+    async def bare_call(method: str, body: dict[str, Any]) -> None:
+        ident = next(ids)
+        await bare.send(json.dumps({"id": ident, "method": method, "params": body}))
+        while json.loads(await bare.recv()).get("id") != ident:
+            pass  # an event: the bare socket subscribes to none, but be safe
+
+    calls_by_name: dict[str, Callable[[], Awaitable[None]]] = {
+        "ours": ours,
+        "bare": lambda: bare_call("script.evaluate", params),
+        "relay": lambda: bare_call("session.status", {}),
+    }
+    took: dict[str, list[float]] = {name: [] for name in calls_by_name}
+    try:
+        for call in range(calls + 5):
+            order = list(calls_by_name.items())
+            for name, fn in order if call % 2 else reversed(order):
+                start = time.perf_counter()
+                await fn()
+                if call >= 5:
+                    took[name].append(ms(start))
+    finally:
+        await bare.close()
+    return figures(
+        took["ours"],
+        bare_p50_ms=statistics.median(took["bare"]),
+        relay_p50_ms=statistics.median(took["relay"]),
+    )
 
 
 class NoJournal:

@@ -79,3 +79,18 @@ def test_compare_takes_the_latest_baseline_and_passes_an_equal_run(
     assert bench.compare.latest_baseline(tmp_path) == tmp_path / "a.json"
     (tmp_path / "new.json").write_text(json.dumps(summary), encoding="utf-8")
     assert bench.compare.main([str(tmp_path / "new.json"), str(tmp_path / "a.json")]) == 0
+
+
+def test_compare_names_both_loads_and_warns_when_one_run_was_twice_as_busy(bench: Any) -> None:
+    old = _summary(bench, 5.0, 20.0, 2.0) | {"load_1min": {"median": 20.0}}
+    calm = _summary(bench, 5.0, 20.0, 2.0) | {"load_1min": {"median": 12.0}}
+    quiet = _summary(bench, 5.0, 20.0, 2.0) | {"load_1min": {"median": 4.0}}
+
+    assert bench.compare.load_note(calm, old) == [
+        "load average (1 min, median): baseline 20.00, new 12.00"
+    ]
+    note = bench.compare.load_note(quiet, old)
+    assert note[0] == "load average (1 min, median): baseline 20.00, new 4.00"
+    assert note[1].startswith("WARNING: the two runs saw very different load")
+    unknown = bench.compare.load_note(quiet, _summary(bench, 5.0, 20.0, 2.0))
+    assert unknown == ["load average (1 min, median): baseline not recorded, new 4.00"]

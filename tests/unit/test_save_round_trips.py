@@ -1,6 +1,8 @@
 """A save's fixed cost (issue #15): with only the main tab open, everything a save reads
 goes out at once, so it waits on one round trip; and it learns where the tab is from
-that same read (no ``page_info`` before or after)."""
+that same read (no ``page_info`` before or after). A browser tracked from birth with no
+other context known sends only the jar read and the main tab's READ; ``getTree`` and
+``getRealms`` follow only when that READ finds frames."""
 
 from __future__ import annotations
 
@@ -19,8 +21,9 @@ ORIGIN = "http://a.example.test:8000"
 URL = f"{ORIGIN}/page"
 
 
-def _main_read() -> dict[str, Any]:
+def _main_read(frames: int = 0) -> dict[str, Any]:
     doc = {
+        "frames": frames,
         "origin": ORIGIN,
         "spare": False,
         "trusted": True,
@@ -39,7 +42,7 @@ REPLIES: dict[str, dict[str, Any]] = {
     "storage.getCookies": {"cookies": []},
     "browsingContext.getTree": {"contexts": [{"context": "main", "children": []}]},
     "script.getRealms": {"realms": []},
-    "script.callFunction": _main_read(),
+    "script.evaluate": _main_read(),
 }
 
 
@@ -48,31 +51,60 @@ class HeldConn:
 
     timeout = 5.0
 
-    def __init__(self) -> None:
+    def __init__(self, frames: int = 0) -> None:
         self.sent: list[str] = []
         self.release = asyncio.Event()
+        self.replies = {**REPLIES, "script.evaluate": _main_read(frames)}
 
     async def send(self, method: str, params: Any = None, **_: Any) -> dict[str, Any]:
         self.sent.append(method)
         await self.release.wait()
-        return REPLIES[method]
+        return self.replies[method]
 
 
-@pytest.mark.anyio
-async def test_a_save_of_the_main_tab_alone_sends_every_read_before_any_reply() -> None:
-    conn = HeldConn()
+async def _save(conn: HeldConn, tracker: LeaveTracker) -> tuple[list[str], Any]:
+    """The commands in flight before any reply, and the save's read."""
     ref = BrowserRef("chromium", "http://127.0.0.1:1", "s", "ws://127.0.0.1:1", 1.0)
-    browser = LiveBrowser(ref, conn, LeaveTracker.at_birth(), "main")  # type: ignore[arg-type]
+    browser = LiveBrowser(ref, conn, tracker, "main")  # type: ignore[arg-type]
     saving = asyncio.ensure_future(save_read(browser, ["http://b.example.test"], deadline=5.0))
     for _ in range(100):  # let every task run up to its first wait; no clock involved
         await asyncio.sleep(0)
     in_flight = sorted(conn.sent)
     conn.release.set()
-    read = await saving
+    return in_flight, await saving
+
+
+@pytest.mark.anyio
+async def test_a_browser_tracked_from_birth_with_one_tab_sends_two_reads_and_no_more() -> None:
+    conn = HeldConn()
+    in_flight, read = await _save(conn, LeaveTracker.at_birth())
+
+    assert in_flight == ["script.evaluate", "storage.getCookies"]
+    assert len(conn.sent) == 2  # no getTree, no getRealms, no page_info
+    assert read.page == PageInfo(URL, "the title")
+    assert read.local[ORIGIN] == {"k": "v"}
+
+
+@pytest.mark.anyio
+async def test_frames_in_the_main_tab_bring_the_tree_after_its_read() -> None:
+    conn = HeldConn(frames=1)
+    in_flight, read = await _save(conn, LeaveTracker.at_birth())
+
+    assert in_flight == ["script.evaluate", "storage.getCookies"]
+    assert sorted(conn.sent[2:]) == ["browsingContext.getTree", "script.getRealms"]
+    assert read.page == PageInfo(URL, "the title")
+
+
+@pytest.mark.anyio
+async def test_a_save_of_the_main_tab_alone_sends_every_read_before_any_reply() -> None:
+    tracker = LeaveTracker.at_birth()
+    tracker.on_context_created({"context": "popup", "parent": None})  # another tab is known
+    conn = HeldConn()
+    in_flight, read = await _save(conn, tracker)
 
     assert in_flight == [
         "browsingContext.getTree",
-        "script.callFunction",
+        "script.evaluate",
         "script.getRealms",
         "storage.getCookies",
     ]

@@ -39,6 +39,8 @@ class DocRead:
     """Its origin holds IndexedDB databases."""
     title: str | None = None
     """``document.title`` of a tab read with its sessionStorage."""
+    frames: int | None = None
+    """How many child frames the document holds (``window.length``); None when unknown."""
 
     @classmethod
     def parse(cls, context: str, raw: Mapping[str, Any]) -> DocRead:
@@ -56,6 +58,7 @@ class DocRead:
             user_agent=raw.get("ua"),
             idb=bool(raw.get("idb")),
             title=raw.get("title"),
+            frames=raw["frames"] if isinstance(raw.get("frames"), int) else None,
         )
 
 
@@ -123,14 +126,24 @@ async def live_reads(browser: LiveBrowser, spare_contexts: Sequence[str] = ()) -
 
     The main tab is read at once, beside ``getTree``/``getRealms``: with no other
     document (the common case) a save waits on one round trip, not two (issue #15).
+    When the leave tracker has seen every context event since the browser's birth and
+    knows of no context but the main tab, ``getTree``/``getRealms`` are not sent at all:
+    the main tab's READ says how many frames it holds, and the events that would name
+    another tab arrive before that READ's reply (one socket, in order). Only when either
+    finds another document do ``getTree``/``getRealms`` follow, as a second round trip.
     """
-    main = asyncio.ensure_future(read_docs(browser, [browser.context]))
+    if not spare_contexts and browser.tracker.alone(browser.context):
+        main = await read_docs(browser, [browser.context])
+        if main and main[0].frames == 0 and browser.tracker.alone(browser.context):
+            return main
+        return [*main, *await _other_reads(browser, spare_contexts)]
+    first = asyncio.ensure_future(read_docs(browser, [browser.context]))
     try:
         others = await _other_reads(browser, spare_contexts)
     except BaseException:
-        main.cancel()
+        first.cancel()
         raise
-    return [*await main, *others]
+    return [*await first, *others]
 
 
 async def _other_reads(browser: LiveBrowser, spare_contexts: Sequence[str]) -> list[DocRead]:

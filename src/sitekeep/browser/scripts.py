@@ -84,6 +84,7 @@ READ = """async (withSession) => {
     trusted: window === window.top,
     top: window === window.top,
     url: location.href,
+    frames: window.length,
   };
   if (!res.trusted) {
     try { res.trusted = window.top.location.origin === self.origin; } catch (e) {}
@@ -98,7 +99,8 @@ READ = """async (withSession) => {
   return JSON.stringify(res);
 }""".replace("$MARKER", SPARE_MARKER_ATTR)
 """Read the document's origin, spare marker, localStorage, (optionally) its tab's
-sessionStorage, user agent and title, and whether its origin holds IndexedDB databases."""
+sessionStorage, user agent and title, how many frames it holds (``window.length``), and
+whether its origin holds IndexedDB databases."""
 
 SPARE_HTML = (
     "<!doctype html><html $MARKER><head><meta charset=utf-8>"

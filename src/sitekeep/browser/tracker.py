@@ -201,6 +201,17 @@ class LeaveTracker:
             if doc is None or doc.origin != origin:
                 self._replace(context, origin)
 
+    def alone(self, context: str) -> bool:
+        """True when every context event since the browser's birth was seen and none
+        names a context but ``context`` (the main tab): no popup, tab or frame. A
+        reattached browser is never alone: contexts made before it was tracked are not
+        known here."""
+        return (
+            self.from_birth
+            and self.complete
+            and all(c == context for c in (*self._parents, *self._docs))
+        )
+
     def invalidate(self, origin: str) -> None:
         """Forget ``origin``'s copy (a service worker's page ran in the spare tab)."""
         self._taint(origin)
