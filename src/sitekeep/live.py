@@ -52,12 +52,17 @@ from sitekeep.model import Principal
 if TYPE_CHECKING:
     from sitekeep.service import Service
 
-__all__ = ["HIGH_WATER", "TICKET_TTL", "LiveSession", "LiveSessions", "Relay"]
+__all__ = ["HIGH_WATER", "PIPELINE", "TICKET_TTL", "LiveSession", "LiveSessions", "Relay"]
 
 TICKET_TTL = 30.0
 """Seconds a ticket can be redeemed."""
 HIGH_WATER = 3
 """Frames in flight (sent, not yet acknowledged) before capturing pauses."""
+PIPELINE = {"chromium": 3, "firefox": 1}
+"""``captureScreenshot`` commands kept in flight per browser kind (unless
+``SITEKEEP_LIVE_CAPTURES`` says). Chromium takes ~90 ms to answer one but overlaps them:
+three in flight took it from 10.7 to 17.2 fps at 1280×800; Firefox answers in ~25 ms and
+slows when they overlap (38 → 26.5 fps) — ``bench/liveview.py``, load 4–7."""
 IDLE_MAX = 0.25
 """The longest pause, seconds, between two captures of a page that does not change."""
 WATCH_EVERY = 0.5
@@ -314,7 +319,7 @@ class Relay:
             asyncio.create_task(self._sender(), name="live-sender"),
             *(
                 asyncio.create_task(self._capturer(), name="live-capture")
-                for _ in range(self._svc.settings.live_captures)
+                for _ in range(self._captures())
             ),
             asyncio.create_task(self._receiver(), name="live-receive"),
             asyncio.create_task(self._inputs_worker(), name="live-input"),
@@ -326,6 +331,11 @@ class Relay:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _captures(self) -> int:
+        """Capture loops to run: the setting, else :data:`PIPELINE` for this browser."""
+        configured: int | None = self._svc.settings.live_captures
+        return configured or PIPELINE.get(self._browser.ref.kind, 1)
 
     async def _sender(self) -> None:
         while True:
