@@ -282,6 +282,7 @@ class Relay:
         self._wake = asyncio.Event()  # the sender has something
         self._room = asyncio.Event()  # the client can take a frame
         self._kick = asyncio.Event()  # input ran: capture now
+        self._changing = asyncio.Event()  # the last capture differed: every loop captures
         self._inputs: asyncio.Queue[Any] = asyncio.Queue(maxsize=256)
         self._room.set()
         self._started = 0  # captures started, in order
@@ -318,8 +319,8 @@ class Relay:
         tasks = [
             asyncio.create_task(self._sender(), name="live-sender"),
             *(
-                asyncio.create_task(self._capturer(), name="live-capture")
-                for _ in range(self._captures())
+                asyncio.create_task(self._capturer(lead=i == 0), name="live-capture")
+                for i in range(self._captures())
             ),
             asyncio.create_task(self._receiver(), name="live-receive"),
             asyncio.create_task(self._inputs_worker(), name="live-input"),
@@ -353,9 +354,14 @@ class Relay:
                 await self._send_bytes(screencast.decode(data))
                 self.frames += 1
 
-    async def _capturer(self) -> None:
+    async def _capturer(self, *, lead: bool = True) -> None:
+        """One capture loop. Only the lead loop runs while the page is still: the others
+        join once a frame changed, so input on an idle page is answered by one capture
+        alone, not by several contending for the browser."""
         idle = 0
         while True:
+            if not lead:
+                await self._changing.wait()
             await self._room.wait()
             self._kick.clear()  # input from now on is in this capture or wakes the next
             self._started += 1
@@ -375,8 +381,10 @@ class Relay:
             if data != self._last:
                 self._last = self._frame = data  # an unsent older frame is replaced
                 self._wake.set()
+                self._changing.set()
                 idle = 0
                 continue
+            self._changing.clear()
             idle += 1
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(IDLE_MAX, 0.02 * idle)):

@@ -180,6 +180,7 @@ class SlowOddConn(FakeConn):
 
     in_flight: int = 0
     most: int = 0
+    slow: float = 0.004
 
     async def send(self, method: str, params: dict[str, Any] | None = None, **_: Any) -> Any:
         if method != "browsingContext.captureScreenshot":
@@ -189,10 +190,11 @@ class SlowOddConn(FakeConn):
         self.in_flight += 1
         self.most = max(self.most, self.in_flight)
         try:
-            await asyncio.sleep(0.004 if number % 2 else 0.001)
+            await asyncio.sleep(self.slow if number % 2 else 0.001)
         finally:
             self.in_flight -= 1
-        return {"data": base64.b64encode(f"frame-{number}".encode()).decode()}
+        picture = b"same" if self.still else f"frame-{number}".encode()
+        return {"data": base64.b64encode(picture).decode()}
 
 
 @pytest.mark.parametrize(("kind", "loops"), [("chromium", 3), ("firefox", 1)])
@@ -225,3 +227,27 @@ async def test_captures_overlap_per_browser_and_a_late_older_answer_never_shows(
     numbers = [int(f.removeprefix(b"frame-")) for f in client.frames]
     assert numbers == sorted(set(numbers))  # in order, each once: no older answer after a newer
     assert conn.most == loops
+
+
+async def test_a_still_page_is_captured_by_one_loop_only() -> None:
+    client, conn, svc = Client(), SlowOddConn(still=True, slow=0.05), FakeService()
+    svc.settings = type("Settings", (), {"live_captures": None})()
+    relay = Relay(
+        cast(Service, svc),
+        WHO,
+        LIVE,
+        cast(LiveBrowser, FakeBrowser(conn)),
+        send=client.send,
+        send_bytes=client.send_bytes,
+        receive=client.receive,
+    )
+    task = asyncio.create_task(relay.run())
+    try:
+        await until(lambda: conn.shots >= 6)  # the first frame is new: every loop joins once
+        conn.most = 0
+        await until(lambda: conn.shots >= 12)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert len(client.frames) == 1 and conn.most == 1
