@@ -192,7 +192,9 @@ def test_an_expired_cookie_is_shown_greyed_with_a_chip_and_never_selectable(
     assert gone.status_code == 200, gone.text
     expect(short).to_be_disabled(timeout=WAIT)
     expect(short).not_to_be_checked()
-    row = keeps.locator(".cookie.expired").filter(has=short)
+    row = keeps.locator(".cookie.expired").filter(
+        has=page.get_by_role("checkbox", name="short_session")
+    )
     expect(row.get_by_text("expired", exact=True)).to_be_visible()
     expect(row).to_have_css("color", "rgb(91, 100, 116)")
     kept = keeps.get_by_role("checkbox", name="kept_session")
