@@ -384,8 +384,11 @@ class Relay:
                 self._changing.set()
                 idle = 0
                 continue
-            self._changing.clear()
             idle += 1
+            if lead and idle >= 2:
+                # Still twice running (one repeat is two overlapping captures of one
+                # picture): the other loops rest until a frame changes.
+                self._changing.clear()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(IDLE_MAX, 0.02 * idle)):
                     await self._kick.wait()
