@@ -283,6 +283,7 @@ class Relay:
         self._room = asyncio.Event()  # the client can take a frame
         self._kick = asyncio.Event()  # input ran: capture now
         self._changing = asyncio.Event()  # the last capture differed: every loop captures
+        self._still = 0  # captures in a row, in order, equal to the last frame
         self._inputs: asyncio.Queue[Any] = asyncio.Queue(maxsize=256)
         self._room.set()
         self._started = 0  # captures started, in order
@@ -382,12 +383,14 @@ class Relay:
                 self._last = self._frame = data  # an unsent older frame is replaced
                 self._wake.set()
                 self._changing.set()
+                self._still = 0
                 idle = 0
                 continue
             idle += 1
-            if lead and idle >= 2:
-                # Still twice running (one repeat is two overlapping captures of one
-                # picture): the other loops rest until a frame changes.
+            self._still += 1
+            if self._still >= 2:
+                # Still twice running, in capture order (one repeat can be two overlapping
+                # captures of one picture): the other loops rest until a frame changes.
                 self._changing.clear()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(IDLE_MAX, 0.02 * idle)):

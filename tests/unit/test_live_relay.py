@@ -243,9 +243,9 @@ async def test_a_still_page_is_captured_by_one_loop_only() -> None:
     )
     task = asyncio.create_task(relay.run())
     try:
-        await until(lambda: conn.shots >= 6)  # the first frame is new: every loop joins once
+        await until(lambda: conn.shots >= 10)  # the first frame is new: every loop joins once
         conn.most = 0
-        await until(lambda: conn.shots >= 12)
+        await until(lambda: conn.shots >= 20)
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
