@@ -211,6 +211,7 @@ async def main() -> None:
                     f"{result['latency_median_ms']:5.1f} ms, p90 {result['latency_p90_ms']:5.1f} ms"
                     f" ({args.samples} keys; {int(result['errors'])} error messages;"
                     f" {int(result['repeats'])} repeated frames; sizes {result['sizes']})"
+                    + ("" if result["sizes"] == [(WIDTH, HEIGHT)] else " — NOT 1280×800: invalid")
                 )
         finally:
             server.kill()
