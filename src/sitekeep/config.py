@@ -106,11 +106,9 @@ class Settings(BaseSettings):
     """Seconds a call waits for a session another call holds, then 409 session_busy."""
     live_ttl: float = Field(default=30 * 60.0, gt=0)
     """Seconds a live session (SPEC §10) lasts from its creation."""
-    live_captures: int = Field(default=1, ge=1, le=4)
-    """Overlapping ``captureScreenshot`` loops per live socket; the newer frame wins. On the
-    shared 2-core machine two loops took Chromium from 8.6 to 16.6 fps (input→frame 95 → 61
-    ms, ``bench/liveview.py``), but one bench run with two under a load of 30 never went
-    quiet (overlapping captures may encode one page differently); one until understood."""
+    live_captures: int | None = Field(default=None, ge=1, le=4)
+    """Overlapping ``captureScreenshot`` commands per live socket (the newest frame wins,
+    order kept); None: per browser, :data:`sitekeep.live.PIPELINE` (Chromium 3, Firefox 1)."""
     host: str = "127.0.0.1"
     port: int = Field(default=8700, ge=1, le=65535)
     journal_url: str | None = None

@@ -52,12 +52,17 @@ from sitekeep.model import Principal
 if TYPE_CHECKING:
     from sitekeep.service import Service
 
-__all__ = ["HIGH_WATER", "TICKET_TTL", "LiveSession", "LiveSessions", "Relay"]
+__all__ = ["HIGH_WATER", "PIPELINE", "TICKET_TTL", "LiveSession", "LiveSessions", "Relay"]
 
 TICKET_TTL = 30.0
 """Seconds a ticket can be redeemed."""
 HIGH_WATER = 3
 """Frames in flight (sent, not yet acknowledged) before capturing pauses."""
+PIPELINE = {"chromium": 3, "firefox": 1}
+"""``captureScreenshot`` commands kept in flight per browser kind (unless
+``SITEKEEP_LIVE_CAPTURES`` says). Chromium takes ~90 ms to answer one but overlaps them:
+three in flight took it from 10.7 to 17.2 fps at 1280×800; Firefox answers in ~25 ms and
+slows when they overlap (38 → 26.5 fps) — ``bench/liveview.py``, load 4–7."""
 IDLE_MAX = 0.25
 """The longest pause, seconds, between two captures of a page that does not change."""
 WATCH_EVERY = 0.5
@@ -277,6 +282,8 @@ class Relay:
         self._wake = asyncio.Event()  # the sender has something
         self._room = asyncio.Event()  # the client can take a frame
         self._kick = asyncio.Event()  # input ran: capture now
+        self._changing = asyncio.Event()  # the last capture differed: every loop captures
+        self._still = 0  # captures in a row, in order, equal to the last frame
         self._inputs: asyncio.Queue[Any] = asyncio.Queue(maxsize=256)
         self._room.set()
         self._started = 0  # captures started, in order
@@ -313,8 +320,8 @@ class Relay:
         tasks = [
             asyncio.create_task(self._sender(), name="live-sender"),
             *(
-                asyncio.create_task(self._capturer(), name="live-capture")
-                for _ in range(self._svc.settings.live_captures)
+                asyncio.create_task(self._capturer(lead=i == 0), name="live-capture")
+                for i in range(self._captures())
             ),
             asyncio.create_task(self._receiver(), name="live-receive"),
             asyncio.create_task(self._inputs_worker(), name="live-input"),
@@ -326,6 +333,11 @@ class Relay:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _captures(self) -> int:
+        """Capture loops to run: the setting, else :data:`PIPELINE` for this browser."""
+        configured: int | None = self._svc.settings.live_captures
+        return configured or PIPELINE.get(self._browser.ref.kind, 1)
 
     async def _sender(self) -> None:
         while True:
@@ -343,9 +355,14 @@ class Relay:
                 await self._send_bytes(screencast.decode(data))
                 self.frames += 1
 
-    async def _capturer(self) -> None:
+    async def _capturer(self, *, lead: bool = True) -> None:
+        """One capture loop. Only the lead loop runs while the page is still: the others
+        join once a frame changed, so input on an idle page is answered by one capture
+        alone, not by several contending for the browser."""
         idle = 0
         while True:
+            if not lead:
+                await self._changing.wait()
             await self._room.wait()
             self._kick.clear()  # input from now on is in this capture or wakes the next
             self._started += 1
@@ -365,9 +382,16 @@ class Relay:
             if data != self._last:
                 self._last = self._frame = data  # an unsent older frame is replaced
                 self._wake.set()
+                self._changing.set()
+                self._still = 0
                 idle = 0
                 continue
             idle += 1
+            self._still += 1
+            if self._still >= 2:
+                # Still twice running, in capture order (one repeat can be two overlapping
+                # captures of one picture): the other loops rest until a frame changes.
+                self._changing.clear()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(IDLE_MAX, 0.02 * idle)):
                     await self._kick.wait()

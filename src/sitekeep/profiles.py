@@ -32,7 +32,8 @@ from typing import Any, Literal
 
 from sitekeep.cookies import cookie_host
 from sitekeep.errors import Forbidden, InvalidInput, NotFound
-from sitekeep.model import Principal, SiteData, dump_site_data, load_site_data
+from sitekeep.history import origin_of
+from sitekeep.model import OriginStorage, Principal, SiteData, dump_site_data, load_site_data
 from sitekeep.state_preview import select_cookies
 from sitekeep.stores.base import Clock, ProfileRow, ProfileStore, Visibility, system_clock
 from sitekeep.stores.cipher import Cipher
@@ -141,17 +142,26 @@ def check_id(ident: object) -> str:
 
 
 def captured(
-    site_data: SiteData, selection: Sequence[Mapping[str, object]] | None, now: float
+    site_data: SiteData,
+    selection: Sequence[Mapping[str, object]] | None,
+    now: float,
+    landed: str | None = None,
 ) -> SiteData:
     """What a capture keeps of ``site_data`` (SPEC §9): its unexpired cookies (all, or
     those ``selection`` names as ``{domain, name}``), every origin's localStorage and the
-    main tab's sessionStorage; not IndexedDB nor other tabs.
+    main tab's sessionStorage; not IndexedDB nor other tabs. The origin of ``landed``
+    (the URL the capture was taken on) is kept too, with no storage when it had none,
+    so the profile knows where it was signed in, scheme and port included (restoring
+    writes nothing for it).
 
     Raises:
         InvalidInput: ``cookies`` — a selection matching no unexpired cookie.
     """
     cookies = select_cookies(site_data.cookies, selection, now)
     origins = {o: replace(s, indexed_db=()) for o, s in site_data.origins.items()}
+    origin = origin_of(landed) if landed else None
+    if origin is not None and origin not in origins:
+        origins[origin] = OriginStorage({})
     return SiteData(
         cookies=tuple(cookies),
         origins=origins,

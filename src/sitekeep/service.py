@@ -947,7 +947,7 @@ class Service:
                 )
                 s.pages = []
                 read = await self.seam.read_site_data(record, browser, full=False, indexed_db=False)
-                kept = captured(read.snapshot, cookies, self._clock())
+                kept = captured(read.snapshot, cookies, self._clock(), read.page.url)
                 row = await self.profiles.write(who, ident, kept)
             except SitekeepError as exc:
                 await s.finish(begun, exc, looked=False)

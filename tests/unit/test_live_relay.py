@@ -172,3 +172,82 @@ async def test_input_runs_in_order_under_the_session_lock_and_errors_pass_when_f
     assert [a["value"] for a in conn.sent[1][1]["actions"][0]["actions"]] == ["h", "h", "i", "i"]
     assert svc.held and set(svc.held) == {"t1/s1"}
     task.cancel()
+
+
+@dataclass
+class SlowOddConn(FakeConn):
+    """Odd captures answer late (after the next one started): answers out of order."""
+
+    in_flight: int = 0
+    most: int = 0
+    slow: float = 0.004
+
+    async def send(self, method: str, params: dict[str, Any] | None = None, **_: Any) -> Any:
+        if method != "browsingContext.captureScreenshot":
+            return await super().send(method, params)
+        self.shots += 1
+        number = self.shots
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            await asyncio.sleep(self.slow if number % 2 else 0.001)
+        finally:
+            self.in_flight -= 1
+        picture = b"same" if self.still else f"frame-{number}".encode()
+        return {"data": base64.b64encode(picture).decode()}
+
+
+@pytest.mark.parametrize(("kind", "loops"), [("chromium", 3), ("firefox", 1)])
+async def test_captures_overlap_per_browser_and_a_late_older_answer_never_shows(
+    kind: str, loops: int
+) -> None:
+    client, conn, svc = Client(), SlowOddConn(), FakeService()
+    svc.settings = type("Settings", (), {"live_captures": None})()
+    browser = FakeBrowser(conn, ref=type("Ref", (), {"kind": kind})())
+    relay = Relay(
+        cast(Service, svc),
+        WHO,
+        LIVE,
+        cast(LiveBrowser, browser),
+        send=client.send,
+        send_bytes=client.send_bytes,
+        receive=client.receive,
+    )
+    task = asyncio.create_task(relay.run())
+    try:
+        for _ in range(6):
+            await until(lambda: len(client.frames) >= HIGH_WATER)
+            for _ in range(HIGH_WATER):
+                await client.inbox.put('{"type": "ack"}')
+            await until(lambda: conn.shots > 3 * loops)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    numbers = [int(f.removeprefix(b"frame-")) for f in client.frames]
+    assert numbers == sorted(set(numbers))  # in order, each once: no older answer after a newer
+    assert conn.most == loops
+
+
+async def test_a_still_page_is_captured_by_one_loop_only() -> None:
+    client, conn, svc = Client(), SlowOddConn(still=True, slow=0.05), FakeService()
+    svc.settings = type("Settings", (), {"live_captures": None})()
+    relay = Relay(
+        cast(Service, svc),
+        WHO,
+        LIVE,
+        cast(LiveBrowser, FakeBrowser(conn)),
+        send=client.send,
+        send_bytes=client.send_bytes,
+        receive=client.receive,
+    )
+    task = asyncio.create_task(relay.run())
+    try:
+        await until(lambda: conn.shots >= 10)  # the first frame is new: every loop joins once
+        conn.most = 0
+        await until(lambda: conn.shots >= 20)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert len(client.frames) == 1 and conn.most == 1

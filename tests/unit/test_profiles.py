@@ -79,3 +79,12 @@ def test_a_sealed_profile_opens_only_for_its_own_tenant_kind_and_id() -> None:
     for tenant, kind, ident in (("t2", KIND, "p1"), ("t1", KIND, "p2"), ("t1", "site-data", "p1")):
         with pytest.raises(StoreUnavailable):
             cipher.open(sealed, tenant=tenant, kind=kind, ident=ident)
+
+
+def test_a_capture_keeps_the_origin_it_was_taken_on_even_without_storage() -> None:
+    form = "http://form.example.test:8123"
+    kept = captured(SiteData(cookies=JAR[:1]), None, NOW, form + "/welcome?x=1")
+    assert dict(kept.origins) == {form: OriginStorage({})} and first_site(kept) == form
+    again = captured(DATA, None, NOW, APP + "/cart")
+    assert again.origins[APP].local == {"k": "v"}  # an origin with storage keeps it
+    assert list(captured(DATA, None, NOW, "about:blank").origins) == [APP]

@@ -11,7 +11,7 @@ heuristic picks pre-selected (``static/wizard.js`` keeps a person's own choices 
 every later poll) → "Save profile" (create + capture of the selected cookies + the
 session deleted) or "Close without saving" (the session deleted, nothing kept).
 "Sign in again" opens the live browser on a new session restored from the profile,
-landing on its first cookie domain.
+landing on its first site (:func:`landing`).
 
 Routes::
 
@@ -30,15 +30,17 @@ import json
 import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, cast
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 
 from sitekeep.admin import SignIn
 from sitekeep.api.app import Svc
+from sitekeep.cookies import cookie_host
 from sitekeep.errors import InvalidInput, NotFound
-from sitekeep.model import Principal
+from sitekeep.model import Principal, SiteData
+from sitekeep.profiles import Loaded, Op, first_site
 from sitekeep.service import Service
 from sitekeep.ui.pages import Signed, Writer, _now, _own_live, _render, _UiRoute
 
@@ -49,6 +51,8 @@ router = APIRouter(route_class=_UiRoute, include_in_schema=False)
 
 class _ProfileStore(Protocol):
     async def delete(self, who: Principal, ident: str) -> None: ...
+
+    async def load(self, who: Principal, ident: str, op: Op) -> Loaded: ...
 
 
 class ProfilesPort(Protocol):
@@ -155,12 +159,39 @@ async def delete_profile(ident: str, signed: Writer, svc: Svc) -> Response:
     return _back(f"Deleted {profile['name']}.")
 
 
+def _on(host: str, domain: str) -> bool:
+    return host == domain or host.endswith("." + domain)
+
+
+def landing(site_data: SiteData) -> str | None:
+    """Where "Sign in again" lands: the first origin the profile was saved with (scheme,
+    host and port as saved) that its cookies apply to, else its first origin at all
+    (:func:`~sitekeep.profiles.first_site`), else its first cookie's host — ``https``
+    when that cookie is Secure, ``http`` otherwise (no port is known then); None
+    (``about:blank``) for an empty profile."""
+    hosts = [cookie_host(c) for c in site_data.cookies]
+    origins = list(site_data.origins)
+    if site_data.session is not None:
+        origins.append(site_data.session.origin)
+    for origin in origins:
+        host = urlsplit(origin).hostname or ""
+        if any(_on(host, domain) for domain in hosts):
+            return origin + "/"
+    first = first_site(site_data)
+    if first is not None:
+        return first + "/"
+    for cookie in site_data.cookies:
+        return f"{'https' if cookie.secure else 'http'}://{cookie_host(cookie)}/"
+    return None
+
+
 @router.post("/admin/ui/profiles/{ident}/sign-in-again")
 async def sign_in_again(request: Request, ident: str, signed: Writer, svc: Svc) -> Response:
     """The wizard, warm: a new session restored from the profile, on its first site."""
-    profile = await _port(svc).get_profile(signed.principal, ident)
-    domains = profile.get("cookie_domains") or []
-    url = f"https://{domains[0].lstrip('.')}/" if domains else None
+    port = _port(svc)
+    profile = await port.get_profile(signed.principal, ident)
+    loaded = await port.profiles.load(signed.principal, ident, "use")
+    url = landing(loaded.site_data)
     browser = request.state.form.get("browser") or None
     live = await svc.live.create(
         signed.principal,

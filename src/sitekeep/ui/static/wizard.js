@@ -26,7 +26,7 @@
   }
 
   function when(cookie, now) {
-    if (cookie.expired) return "Expired";
+    if (cookie.expired) return "";
     if (cookie.expiry === null) return "Session";
     const days = Math.floor((cookie.expiry - now) / 86400);
     return days < 1 ? "today" : days + " d";
@@ -76,6 +76,14 @@
         meta.textContent = " " + when(cookie, preview.now) +
           (cookie.http_only ? " · httpOnly" : "") + (cookie.secure ? " · Secure" : "");
         row.append(tick, " ", label, meta);
+        if (cookie.expired) {
+          // Shown so the person sees it went, never selectable (SPEC §9: never captured).
+          const chip = document.createElement("span");
+          chip.className = "pill chip-expired";
+          chip.textContent = "expired";
+          tick.setAttribute("aria-describedby", chip.id = "ex-" + tick.id);
+          row.append(" ", chip);
+        }
         box.appendChild(row);
       }
       domainsBox.appendChild(box);
