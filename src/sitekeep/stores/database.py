@@ -33,11 +33,16 @@ CONNECT_TIMEOUT = 5
 """Seconds to wait for a PostgreSQL connection before the call is a 503."""
 
 
+SQLITE_POOL = 40
+"""SQLite connections kept open per database (one per worker thread that may read)."""
+
+
 def create_engine(url: StoreUrl) -> sa.Engine:
     """An engine for a SQL store URL (``memory://``, ``sqlite:///path``, ``postgresql://``).
 
-    SQLite gets its folder (mode 0700), WAL, ``synchronous=FULL`` and a 30 s busy timeout;
-    PostgreSQL a pre-pinged pool and a connect timeout.
+    SQLite gets its folder (mode 0700), ``SQLITE_POOL`` kept connections, WAL,
+    ``synchronous=FULL`` and a 30 s busy timeout; PostgreSQL a pre-pinged pool and a
+    connect timeout.
     """
     if url.scheme == "memory":
         return sa.create_engine(
@@ -46,7 +51,13 @@ def create_engine(url: StoreUrl) -> sa.Engine:
     if url.scheme == "sqlite":
         assert url.path is not None
         url.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # one owner's data
-        engine = sa.create_engine(url.url, connect_args={"timeout": 30})
+        # The pool keeps as many connections as there are worker threads to use them
+        # (anyio's default limit is 40): past QueuePool's default 5, every overflow
+        # checkout opened a connection and ran the pragmas again — a fifth of the CPU of
+        # a read under 50 concurrent clients (bench/api_load.py).
+        engine = sa.create_engine(
+            url.url, connect_args={"timeout": 30}, pool_size=SQLITE_POOL, max_overflow=10
+        )
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     if url.scheme == "postgresql":
