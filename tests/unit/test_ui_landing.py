@@ -35,3 +35,10 @@ def test_without_a_matching_origin_the_first_origin_then_a_cookies_host() -> Non
     secure = (Cookie("sid", "v", ".other.test", secure=True),)
     assert landing(SiteData(cookies=secure)) == "https://other.test/"
     assert landing(SiteData()) is None
+
+
+def test_a_host_only_cookie_does_not_match_its_hosts_subdomains() -> None:
+    jar = (Cookie("sid", "v", "example.test"),)
+    sub, own = "http://shop.example.test:8123", "http://example.test:8124"
+    data = SiteData(cookies=jar, origins={sub: OriginStorage({}), own: OriginStorage({})})
+    assert landing(data) == own + "/"

@@ -37,7 +37,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 
 from sitekeep.admin import SignIn
 from sitekeep.api.app import Svc
-from sitekeep.cookies import cookie_host
+from sitekeep.cookies import cookie_host, covers_host
 from sitekeep.errors import InvalidInput, NotFound
 from sitekeep.model import Principal, SiteData
 from sitekeep.profiles import Loaded, Op, first_site
@@ -159,30 +159,27 @@ async def delete_profile(ident: str, signed: Writer, svc: Svc) -> Response:
     return _back(f"Deleted {profile['name']}.")
 
 
-def _on(host: str, domain: str) -> bool:
-    return host == domain or host.endswith("." + domain)
-
-
 def landing(site_data: SiteData) -> str | None:
     """Where "Sign in again" lands: the first origin the profile was saved with (scheme,
-    host and port as saved) that its cookies apply to, else its first origin at all
+    host and port as saved) that one of its cookies is sent to (RFC 6265bis §5.1.3,
+    :func:`~sitekeep.cookies.covers_host`), else its first origin at all
     (:func:`~sitekeep.profiles.first_site`), else its first cookie's host — ``https``
     when that cookie is Secure, ``http`` otherwise (no port is known then); None
     (``about:blank``) for an empty profile."""
-    hosts = [cookie_host(c) for c in site_data.cookies]
     origins = list(site_data.origins)
     if site_data.session is not None:
         origins.append(site_data.session.origin)
     for origin in origins:
         host = urlsplit(origin).hostname or ""
-        if any(_on(host, domain) for domain in hosts):
+        if any(covers_host(cookie, host) for cookie in site_data.cookies):
             return origin + "/"
     first = first_site(site_data)
     if first is not None:
         return first + "/"
-    for cookie in site_data.cookies:
-        return f"{'https' if cookie.secure else 'http'}://{cookie_host(cookie)}/"
-    return None
+    if not site_data.cookies:
+        return None
+    cookie = site_data.cookies[0]
+    return f"{'https' if cookie.secure else 'http'}://{cookie_host(cookie)}/"
 
 
 @router.post("/admin/ui/profiles/{ident}/sign-in-again")
