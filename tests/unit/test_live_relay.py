@@ -113,13 +113,22 @@ async def until(condition: Any, limit: float = 5.0) -> None:
 
 async def run_relay(
     still: bool = False,
+    *,
+    conn: FakeConn | None = None,
+    kind: str = "chromium",
+    captures: int | None = 1,
 ) -> tuple[Client, FakeConn, FakeService, asyncio.Task[None]]:
-    client, conn, svc = Client(), FakeConn(still=still), FakeService()
+    """A relay on a fake socket of ``kind``; ``captures`` is ``live_captures`` (None: per
+    browser kind)."""
+    client, svc = Client(), FakeService()
+    conn = conn if conn is not None else FakeConn(still=still)
+    svc.settings = type("Settings", (), {"live_captures": captures})()
+    browser = FakeBrowser(conn, ref=type("Ref", (), {"kind": kind})())
     relay = Relay(
         cast(Service, svc),
         WHO,
         LIVE,
-        cast(LiveBrowser, FakeBrowser(conn)),
+        cast(LiveBrowser, browser),
         send=client.send,
         send_bytes=client.send_bytes,
         receive=client.receive,
@@ -201,19 +210,7 @@ class SlowOddConn(FakeConn):
 async def test_captures_overlap_per_browser_and_a_late_older_answer_never_shows(
     kind: str, loops: int
 ) -> None:
-    client, conn, svc = Client(), SlowOddConn(), FakeService()
-    svc.settings = type("Settings", (), {"live_captures": None})()
-    browser = FakeBrowser(conn, ref=type("Ref", (), {"kind": kind})())
-    relay = Relay(
-        cast(Service, svc),
-        WHO,
-        LIVE,
-        cast(LiveBrowser, browser),
-        send=client.send,
-        send_bytes=client.send_bytes,
-        receive=client.receive,
-    )
-    task = asyncio.create_task(relay.run())
+    client, conn, _, task = await run_relay(conn=SlowOddConn(), kind=kind, captures=None)
     try:
         for _ in range(6):
             await until(lambda: len(client.frames) >= HIGH_WATER)
@@ -230,18 +227,7 @@ async def test_captures_overlap_per_browser_and_a_late_older_answer_never_shows(
 
 
 async def test_a_still_page_is_captured_by_one_loop_only() -> None:
-    client, conn, svc = Client(), SlowOddConn(still=True, slow=0.05), FakeService()
-    svc.settings = type("Settings", (), {"live_captures": None})()
-    relay = Relay(
-        cast(Service, svc),
-        WHO,
-        LIVE,
-        cast(LiveBrowser, FakeBrowser(conn)),
-        send=client.send,
-        send_bytes=client.send_bytes,
-        receive=client.receive,
-    )
-    task = asyncio.create_task(relay.run())
+    client, conn, _, task = await run_relay(conn=SlowOddConn(still=True, slow=0.05), captures=None)
     try:
         await until(lambda: conn.shots >= 10)  # the first frame is new: every loop joins once
         conn.most = 0
