@@ -98,9 +98,10 @@ async def restore(
     """
     job = _Restore(browser, snapshot, now)
     browser.tracker.begin()
-    async with browser.loads() as loads:
-        job.loads = loads
+    try:
         await job.run(land)
+    finally:
+        await job.watch.stop()
     for tab in snapshot.tabs:
         result = await _reopen_tab(browser, tab)
         if result == "ok":
@@ -137,7 +138,9 @@ class _Restore:
         self.report.warnings.extend(_keys_the_browser_changes(self.payloads, kind))
         self.report_pages: set[str] = set(self.payloads)
         self.written: dict[str, dict[str, str]] = {}
-        self.loads: Loads | None = None
+        self.watch = _LoadWatch(browser)
+        self.jar: asyncio.Future[Jar] | None = None
+        """The jar, read beside the last spare page's acknowledgements."""
         self.fresh = browser.ref.kind == "firefox" and browser.tracker.pristine
         """The main tab still shows the document it was born with, and the browser is a
         Firefox: its first navigation goes by ``browsingContext.navigate`` (see
@@ -150,7 +153,10 @@ class _Restore:
         databases = any("idb" in p for p in self.payloads.values())  # async: a spare page
         one = set(self.payloads) == {landing}
         if land and landing is not None and one and not headed and not databases:
-            # The preload script, the cookies and the jar read behind them go out at once.
+            # The preload script, the cookies and the jar read behind them go out at once,
+            # and the load subscription beside them when the landing needs one.
+            if not self.fresh:
+                self.watch.start()
             preload = asyncio.ensure_future(self.add_preload(land, self.payloads[landing]))
             try:
                 stored = await _set_cookies(self.browser, self.cookies, read_back=self.now)
@@ -159,6 +165,7 @@ class _Restore:
                 added = await preload
             await self.land_with_preload(land, self.payloads[landing], added)
             return
+        self.watch.start()  # out beside the cookies and the spare page's intercept
         for cookie in headed:  # a spare page of its own where no storage page can set it
             if not any(set_by_response(cookie, o) for o in self.payloads):
                 self.payloads.setdefault(_cookie_origin(cookie), {})
@@ -170,7 +177,9 @@ class _Restore:
             try:
                 async with SpareResponder(self.browser.conn, [self.browser.context]) as spare:
                     await self.write_storage(spare, carried)
-                    await _check_cookies(self.browser, self.cookies, self.report, self.now)
+                    await _check_cookies(
+                        self.browser, self.cookies, self.report, self.now, await self.read_jar()
+                    )
                     # The landing loads while the spare page's intercept is torn down: the
                     # intercept matches only the reserved path, so it cannot hold it up.
                     landed = asyncio.get_running_loop().create_task(self.land(land))
@@ -181,6 +190,16 @@ class _Restore:
             await self.land(land)
         else:
             await landed
+
+    async def read_jar(self) -> Jar | None:
+        """The jar read beside the last acknowledgements; None when there was no such read
+        or it failed (:func:`_check_cookies` then reads it itself)."""
+        if self.jar is None or not self.cookies:
+            return None
+        try:
+            return await self.jar
+        except (BidiError, BrowserUnavailable):
+            return None
 
     def skip_unwritten(self, reason: str) -> None:
         for origin in self.payloads:
@@ -203,7 +222,7 @@ class _Restore:
                 timeout=timeout or browser.navigation_timeout,
             )
             return
-        await browser.replace(url, timeout=timeout, loads=self.loads)
+        await browser.replace(url, timeout=timeout, loads=await self.watch.ready())
 
     async def land(self, land: str | None) -> None:
         try:
@@ -217,10 +236,11 @@ class _Restore:
         """Each site's storage through one spare page in the main tab (frames for the
         rest), with the cookies ``carried`` on their responses."""
         session = self.snapshot.session
-        for members in group_by_site(self.payloads).values():
+        sites = list(group_by_site(self.payloads).values())
+        for i, members in enumerate(sites):
             if session is not None and session.origin in members:
                 members = [session.origin, *(m for m in members if m != session.origin)]
-            acks = await self.write_site(spare, members, carried)
+            acks = await self.write_site(spare, members, carried, last=i == len(sites) - 1)
             for origin in members:
                 result = acks.get(origin, "its spare page did not load")
                 if result == "ok":
@@ -235,8 +255,12 @@ class _Restore:
         spare: SpareResponder,
         members: Sequence[str],
         carried: Mapping[str, Sequence[Cookie]],
+        *,
+        last: bool = False,
     ) -> dict[str, str]:
-        """One navigation: the top page and a frame per other origin write as they parse."""
+        """One navigation: the top page and a frame per other origin write as they parse.
+        On the ``last`` site, the jar is read beside the acknowledgements: once the page
+        has loaded, every response that carried a cookie has been stored."""
         browser = self.browser
         pages = {
             o: SparePage(
@@ -250,6 +274,9 @@ class _Restore:
         url = spare.url(members[0], members[1:], pages)
         try:
             await self.goto(url, timeout=browser.conn.timeout)
+            if last and self.cookies:
+                self.jar = asyncio.ensure_future(_jar(browser, self.now))
+                self.jar.add_done_callback(_retrieved)
             acks = await browser.evaluate_json(
                 ACKS,
                 len(members),
@@ -294,10 +321,12 @@ class _Restore:
                 with contextlib.suppress(BidiError, BrowserUnavailable):
                     await conn.send("script.removePreloadScript", {"script": added})
                 raise
-            # The script goes while its result is read: one round trip, not two.
-            _, landed = await asyncio.gather(
+            # The script and the load subscription go while its result is read: one round
+            # trip, not three.
+            _, landed, _ = await asyncio.gather(
                 conn.send("script.removePreloadScript", {"script": added}),
                 browser.evaluate_json(LANDED),
+                self.watch.stop(),
                 return_exceptions=True,
             )
             if isinstance(landed, BaseException):
@@ -311,6 +340,54 @@ class _Restore:
             report.add_host(host_of(origin))
         else:
             report.skip(host_of(origin), f"storage not written: {result}")
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Mark a side read's failure as seen: whoever needs the read handles it."""
+    if not future.cancelled():
+        future.exception()
+
+
+class _LoadWatch:
+    """The main tab's ``browsingContext.load`` subscription for a restore's
+    ``location.replace`` navigations (``LiveBrowser.replace``): sent beside the restore's
+    first commands rather than a round trip before them, and not at all when no such
+    navigation happens (a fresh Firefox landing by ``browsingContext.navigate``)."""
+
+    def __init__(self, browser: LiveBrowser) -> None:
+        self._conn = browser.conn
+        self._context = browser.context
+        self._loads = Loads(browser.context)
+        self._remove: Any = None
+        self._subscribing: asyncio.Future[str] | None = None
+
+    def start(self) -> None:
+        """Send the subscription (once), without waiting for it."""
+        if self._subscribing is None:
+            self._remove = self._conn.add_listener("browsingContext.load", self._loads.on_load)
+            self._subscribing = asyncio.ensure_future(
+                self._conn.subscribe(["browsingContext.load"], [self._context])
+            )
+
+    async def ready(self) -> Loads:
+        """The loads, once subscribed. Raises: BidiError, BrowserUnavailable."""
+        self.start()
+        assert self._subscribing is not None
+        await self._subscribing
+        return self._loads
+
+    async def stop(self) -> None:
+        """Unsubscribe (once); a failure is fine — the socket or browser is gone."""
+        subscribing, self._subscribing = self._subscribing, None
+        if subscribing is None:
+            return
+        self._remove()
+        try:
+            subscription = await subscribing
+        except (BidiError, BrowserUnavailable):
+            return
+        with contextlib.suppress(BidiError, BrowserUnavailable):
+            await self._conn.unsubscribe(subscription)
 
 
 _LONE = re.compile("[\ud800-\udfff]")
