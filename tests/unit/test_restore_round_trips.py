@@ -23,6 +23,7 @@ from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.restore import restore
 from sitekeep.browser.tracker import LeaveTracker
 from sitekeep.cookies import to_bidi
+from sitekeep.errors import BidiError
 from sitekeep.model import BrowserKind, BrowserRef, Cookie, OriginStorage, SiteData
 
 A = "http://a.example.test:8000"
@@ -42,6 +43,8 @@ class BatchConn:
         self._listeners: dict[str, list[Callable[[dict[str, Any]], None]]] = {}
         self._jar = jar
         self._subs = 0
+        self.refuse: set[str] = set()
+        """Methods answered with a BiDi error."""
         self._pump: asyncio.Task[None] | None = None
 
     def add_listener(self, event: str, fn: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
@@ -79,7 +82,11 @@ class BatchConn:
             self.batches.append([])
             loads = False
             for future, (method, params) in waiting:
-                future.set_result(self._reply(method, params))
+                reply = self._reply(method, params)
+                if isinstance(reply, Exception):
+                    future.set_exception(reply)
+                else:
+                    future.set_result(reply)
                 loads |= method == "script.callFunction" and "location.replace" in str(params)
             if loads:
                 await asyncio.sleep(0)
@@ -87,13 +94,15 @@ class BatchConn:
                     fn({"context": "main"})
 
     def _reply(self, method: str, params: Any) -> Any:
+        if method in self.refuse:
+            return BidiError("unknown error", method)
         if method == "session.subscribe":
             self._subs += 1
             return {"subscription": f"sub{self._subs}"}
         if method == "network.addIntercept":
             return {"intercept": "spare"}
         if method == "script.addPreloadScript":
-            return {"script": "landing"}
+            return {"script": "leave again" if "channel" in str(params) else "landing"}
         if method == "storage.getCookies":
             return {"cookies": self._jar}
         if method == "script.evaluate":
@@ -116,15 +125,32 @@ COOKIE = Cookie("sid", "dummy-value", "a.example.test", "/", expiry=None)
 
 
 async def _restore(
-    kind: BrowserKind, origins: dict[str, OriginStorage], cookies: tuple[Cookie, ...] = ()
+    kind: BrowserKind,
+    origins: dict[str, OriginStorage],
+    cookies: tuple[Cookie, ...] = (),
+    *,
+    browser: LiveBrowser | None = None,
 ) -> tuple[BatchConn, Any]:
-    raw = [{**to_bidi(c, kind), "sameSite": "lax"} for c in cookies]  # as Chromium reports it
-    conn = BatchConn(raw)
-    ref = BrowserRef(kind, "http://127.0.0.1:1", "s", "ws://127.0.0.1:1", 1.0)
-    browser = LiveBrowser(ref, conn, LeaveTracker.at_birth(), "main")  # type: ignore[arg-type]
+    if browser is None:
+        browser = _browser(kind, cookies)
     snapshot = SiteData(cookies=cookies, origins=origins)
     report = await restore(browser, snapshot, LAND, now=1.0)
-    return conn, report
+    return browser.conn, report  # type: ignore[return-value]
+
+
+def _browser(
+    kind: BrowserKind, cookies: tuple[Cookie, ...] = (), leave_script: str | None = None
+) -> LiveBrowser:
+    raw = [{**to_bidi(c, kind), "sameSite": "lax"} for c in cookies]  # as Chromium reports it
+    ref = BrowserRef(kind, "http://127.0.0.1:1", "s", "ws://127.0.0.1:1", 1.0)
+    conn = BatchConn(raw)
+    return LiveBrowser(
+        ref,
+        conn,  # type: ignore[arg-type]
+        LeaveTracker.at_birth(),
+        "main",
+        leave_script=leave_script,
+    )
 
 
 @pytest.mark.anyio
@@ -173,3 +199,32 @@ async def test_spare_pages_start_in_one_round_and_read_the_jar_beside_the_acks()
     assert ["ACKS", "storage.getCookies"] in rounds
     assert sum(r.count("storage.getCookies") for r in rounds) == 1
     assert not report.skipped
+
+
+TWO = {A: OriginStorage({"k": "v"}), B: OriginStorage({"k": "w"})}
+
+
+@pytest.mark.anyio
+async def test_the_leave_script_is_off_while_spare_pages_load_and_back_before_the_landing() -> None:
+    browser = _browser("chromium", leave_script="leave")
+    conn, report = await _restore("chromium", TWO, browser=browser)
+
+    rounds = conn.rounds()
+    assert "script.removePreloadScript" in rounds[0]  # beside the intercept
+    back = next(i for i, r in enumerate(rounds) if "script.addPreloadScript" in r)
+    assert "ACKS" in rounds[back]  # beside the acknowledgements: no round trip of its own
+    landing = max(i for i, r in enumerate(rounds) if "script.callFunction" in r)
+    assert back < landing
+    assert browser.leave_script == "leave again"
+    assert browser.tracker.complete
+    assert not report.skipped
+
+
+@pytest.mark.anyio
+async def test_a_leave_script_that_cannot_come_back_leaves_the_tracker_untrusted() -> None:
+    browser = _browser("chromium", leave_script="leave")
+    browser.conn.refuse.add("script.addPreloadScript")  # type: ignore[attr-defined]
+    await _restore("chromium", TWO, browser=browser)
+
+    assert browser.leave_script is None
+    assert not browser.tracker.complete

@@ -33,7 +33,7 @@ from typing import Any
 
 from sitekeep.browser.docs import read_cookies
 from sitekeep.browser.live import LiveBrowser, Loads
-from sitekeep.browser.scripts import ACKS, LANDED, inline_write, landing_preload
+from sitekeep.browser.scripts import ACKS, LANDED, inline_write, landing_preload, leave_preload
 from sitekeep.browser.spare import SparePage, SpareResponder
 from sitekeep.cookies import (
     as_stored,
@@ -141,6 +141,9 @@ class _Restore:
         self.watch = _LoadWatch(browser)
         self.jar: asyncio.Future[Jar] | None = None
         """The jar, read beside the last spare page's acknowledgements."""
+        self.lifted = False
+        """The capture-on-leave preload script is off while the spare pages load."""
+        self.put_back: asyncio.Future[Any] | None = None
         self.fresh = browser.ref.kind == "firefox" and browser.tracker.pristine
         """The main tab still shows the document it was born with, and the browser is a
         Firefox: its first navigation goes by ``browsingContext.navigate`` (see
@@ -171,12 +174,21 @@ class _Restore:
                 self.payloads.setdefault(_cookie_origin(cookie), {})
         carried = _carriers(self.cookies, list(self.payloads), kind)
         riding = {id(c) for cs in carried.values() for c in cs}
-        await _set_cookies(self.browser, [c for c in self.cookies if id(c) not in riding])
+        # The cookies no spare response carries go out beside the spare page's intercept.
+        setting = asyncio.ensure_future(
+            _set_cookies(self.browser, [c for c in self.cookies if id(c) not in riding])
+        )
         landed: asyncio.Task[None] | None = None
         if self.payloads:
+            lifting = asyncio.ensure_future(self.lift_leave_script())  # beside the intercept
             try:
                 async with SpareResponder(self.browser.conn, [self.browser.context]) as spare:
-                    await self.write_storage(spare, carried)
+                    self.lifted = await lifting
+                    await setting
+                    try:
+                        await self.write_storage(spare, carried)
+                    finally:
+                        await self.restore_leave_script()
                     await _check_cookies(
                         self.browser, self.cookies, self.report, self.now, await self.read_jar()
                     )
@@ -185,11 +197,55 @@ class _Restore:
                     landed = asyncio.get_running_loop().create_task(self.land(land))
             except (BidiError, BrowserUnavailable) as exc:
                 self.skip_unwritten(_code(exc))
+            finally:  # removed, but the spare pages never came: it goes back all the same
+                await asyncio.wait([lifting])
+                if lifting.result() and self.put_back is None:
+                    self.lifted = True
+                    await self.restore_leave_script()
+        await setting  # never raises: the jar check judges the writes
         if landed is None:
             await _check_cookies(self.browser, self.cookies, self.report, self.now)
             await self.land(land)
         else:
             await landed
+
+    async def lift_leave_script(self) -> bool:
+        """Remove the capture-on-leave preload script (``scripts.PRELOAD``) while the spare
+        pages load: on Chromium the BiDi mapper sets up its channel in every new realm, a
+        spare page's frames included, though the script does nothing on a spare page. Only
+        spare pages are made meanwhile (the browser is fresh), and it is back before the
+        landing (:meth:`restore_leave_script`). Whether it was removed."""
+        script = self.browser.leave_script
+        if script is None:
+            return False
+        try:
+            await self.browser.conn.send("script.removePreloadScript", {"script": script})
+        except (BidiError, BrowserUnavailable):
+            return False
+        self.browser.leave_script = None
+        return True
+
+    def start_leave_script(self) -> None:
+        """Send the capture-on-leave script again (once), without waiting for it."""
+        if self.lifted and self.put_back is None:
+            self.put_back = asyncio.ensure_future(
+                self.browser.conn.send("script.addPreloadScript", leave_preload())
+            )
+
+    async def restore_leave_script(self) -> None:
+        """The capture-on-leave script is back before anything but a spare page loads; if
+        it cannot be, the leave tracker is told its copies can no longer be trusted (a save
+        then reads every origin itself)."""
+        if not self.lifted:
+            return
+        self.start_leave_script()
+        assert self.put_back is not None
+        self.lifted = False
+        try:
+            added = await self.put_back
+            self.browser.leave_script = str(added["script"])
+        except (BidiError, BrowserUnavailable, KeyError, TypeError):
+            self.browser.tracker.lost()
 
     async def read_jar(self) -> Jar | None:
         """The jar read beside the last acknowledgements; None when there was no such read
@@ -277,6 +333,8 @@ class _Restore:
             if last and self.cookies:
                 self.jar = asyncio.ensure_future(_jar(browser, self.now))
                 self.jar.add_done_callback(_retrieved)
+            if last:
+                self.start_leave_script()
             acks = await browser.evaluate_json(
                 ACKS,
                 len(members),
