@@ -61,9 +61,6 @@ class LiveBrowser:
     """What the ``Set-Cookie`` headers this socket saw said about SameSite (Chromium)."""
     guard: OwnAddressGuard | None = None
     """Fails the browser's requests to the sitekeep server itself (``browser.guard``)."""
-    leave_script: str | None = None
-    """The id of the capture-on-leave preload script (``scripts.PRELOAD``) when this socket
-    installed it: a restore lifts it while its spare pages load (``browser.restore``)."""
 
     async def evaluate_json(
         self,

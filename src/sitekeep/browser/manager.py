@@ -44,7 +44,7 @@ from sitekeep.browser.guard import OwnAddressGuard
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.proxy import ProxyAuth, ProxySettings
 from sitekeep.browser.samesite import SameSiteLog
-from sitekeep.browser.scripts import leave_preload
+from sitekeep.browser.scripts import CHANNEL, PRELOAD
 from sitekeep.browser.tracker import LeaveTracker
 from sitekeep.config import Settings
 from sitekeep.errors import BidiError, BrowserUnavailable
@@ -435,10 +435,14 @@ async def wire(
             conn.add_listener(event, listener)
         conn.on_close(tracker.lost)
         await conn.subscribe(events)
-        leave_script = None
         if install:
-            added = await conn.send("script.addPreloadScript", leave_preload())
-            leave_script = str(added.get("script") or "") or None
+            await conn.send(
+                "script.addPreloadScript",
+                {
+                    "functionDeclaration": PRELOAD,
+                    "arguments": [{"type": "channel", "value": {"channel": CHANNEL}}],
+                },
+            )
         context = await _main_context(conn, ref.context)
     except BaseException:
         await conn.close()
@@ -451,7 +455,6 @@ async def wire(
         navigation_timeout=navigation_timeout,
         same_site=same_site,
         guard=guard,
-        leave_script=leave_script,
     )
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from sitekeep.browser.docs import read_cookies
 from sitekeep.browser.live import LiveBrowser, Loads
-from sitekeep.browser.scripts import ACKS, LANDED, inline_write, landing_preload, leave_preload
+from sitekeep.browser.scripts import ACKS, LANDED, inline_write, landing_preload
 from sitekeep.browser.spare import SparePage, SpareResponder
 from sitekeep.cookies import (
     as_stored,
@@ -98,10 +98,9 @@ async def restore(
     """
     job = _Restore(browser, snapshot, now)
     browser.tracker.begin()
-    try:
+    async with browser.loads() as loads:
+        job.loads = loads
         await job.run(land)
-    finally:
-        await job.watch.stop()
     for tab in snapshot.tabs:
         result = await _reopen_tab(browser, tab)
         if result == "ok":
@@ -138,12 +137,7 @@ class _Restore:
         self.report.warnings.extend(_keys_the_browser_changes(self.payloads, kind))
         self.report_pages: set[str] = set(self.payloads)
         self.written: dict[str, dict[str, str]] = {}
-        self.watch = _LoadWatch(browser)
-        self.jar: asyncio.Future[Jar] | None = None
-        """The jar, read beside the last spare page's acknowledgements."""
-        self.lifted = False
-        """The capture-on-leave preload script is off while the spare pages load."""
-        self.put_back: asyncio.Future[Any] | None = None
+        self.loads: Loads | None = None
         self.fresh = browser.ref.kind == "firefox" and browser.tracker.pristine
         """The main tab still shows the document it was born with, and the browser is a
         Firefox: its first navigation goes by ``browsingContext.navigate`` (see
@@ -156,10 +150,7 @@ class _Restore:
         databases = any("idb" in p for p in self.payloads.values())  # async: a spare page
         one = set(self.payloads) == {landing}
         if land and landing is not None and one and not headed and not databases:
-            # The preload script, the cookies and the jar read behind them go out at once,
-            # and the load subscription beside them when the landing needs one.
-            if not self.fresh:
-                self.watch.start()
+            # The preload script, the cookies and the jar read behind them go out at once.
             preload = asyncio.ensure_future(self.add_preload(land, self.payloads[landing]))
             try:
                 stored = await _set_cookies(self.browser, self.cookies, read_back=self.now)
@@ -168,94 +159,28 @@ class _Restore:
                 added = await preload
             await self.land_with_preload(land, self.payloads[landing], added)
             return
-        self.watch.start()  # out beside the cookies and the spare page's intercept
         for cookie in headed:  # a spare page of its own where no storage page can set it
             if not any(set_by_response(cookie, o) for o in self.payloads):
                 self.payloads.setdefault(_cookie_origin(cookie), {})
         carried = _carriers(self.cookies, list(self.payloads), kind)
         riding = {id(c) for cs in carried.values() for c in cs}
-        # The cookies no spare response carries go out beside the spare page's intercept.
-        setting = asyncio.ensure_future(
-            _set_cookies(self.browser, [c for c in self.cookies if id(c) not in riding])
-        )
+        await _set_cookies(self.browser, [c for c in self.cookies if id(c) not in riding])
         landed: asyncio.Task[None] | None = None
         if self.payloads:
-            lifting = asyncio.ensure_future(self.lift_leave_script())  # beside the intercept
             try:
                 async with SpareResponder(self.browser.conn, [self.browser.context]) as spare:
-                    self.lifted = await lifting
-                    await setting
-                    try:
-                        await self.write_storage(spare, carried)
-                    finally:
-                        await self.restore_leave_script()
-                    await _check_cookies(
-                        self.browser, self.cookies, self.report, self.now, await self.read_jar()
-                    )
+                    await self.write_storage(spare, carried)
+                    await _check_cookies(self.browser, self.cookies, self.report, self.now)
                     # The landing loads while the spare page's intercept is torn down: the
                     # intercept matches only the reserved path, so it cannot hold it up.
                     landed = asyncio.get_running_loop().create_task(self.land(land))
             except (BidiError, BrowserUnavailable) as exc:
                 self.skip_unwritten(_code(exc))
-            finally:  # removed, but the spare pages never came: it goes back all the same
-                await asyncio.wait([lifting])
-                if lifting.result() and self.put_back is None:
-                    self.lifted = True
-                    await self.restore_leave_script()
-        await setting  # never raises: the jar check judges the writes
         if landed is None:
             await _check_cookies(self.browser, self.cookies, self.report, self.now)
             await self.land(land)
         else:
             await landed
-
-    async def lift_leave_script(self) -> bool:
-        """Remove the capture-on-leave preload script (``scripts.PRELOAD``) while the spare
-        pages load: on Chromium the BiDi mapper sets up its channel in every new realm, a
-        spare page's frames included, though the script does nothing on a spare page. Only
-        spare pages are made meanwhile (the browser is fresh), and it is back before the
-        landing (:meth:`restore_leave_script`). Whether it was removed."""
-        script = self.browser.leave_script
-        if script is None:
-            return False
-        try:
-            await self.browser.conn.send("script.removePreloadScript", {"script": script})
-        except (BidiError, BrowserUnavailable):
-            return False
-        self.browser.leave_script = None
-        return True
-
-    def start_leave_script(self) -> None:
-        """Send the capture-on-leave script again (once), without waiting for it."""
-        if self.lifted and self.put_back is None:
-            self.put_back = asyncio.ensure_future(
-                self.browser.conn.send("script.addPreloadScript", leave_preload())
-            )
-
-    async def restore_leave_script(self) -> None:
-        """The capture-on-leave script is back before anything but a spare page loads; if
-        it cannot be, the leave tracker is told its copies can no longer be trusted (a save
-        then reads every origin itself)."""
-        if not self.lifted:
-            return
-        self.start_leave_script()
-        assert self.put_back is not None
-        self.lifted = False
-        try:
-            added = await self.put_back
-            self.browser.leave_script = str(added["script"])
-        except (BidiError, BrowserUnavailable, KeyError, TypeError):
-            self.browser.tracker.lost()
-
-    async def read_jar(self) -> Jar | None:
-        """The jar read beside the last acknowledgements; None when there was no such read
-        or it failed (:func:`_check_cookies` then reads it itself)."""
-        if self.jar is None or not self.cookies:
-            return None
-        try:
-            return await self.jar
-        except (BidiError, BrowserUnavailable):
-            return None
 
     def skip_unwritten(self, reason: str) -> None:
         for origin in self.payloads:
@@ -278,7 +203,7 @@ class _Restore:
                 timeout=timeout or browser.navigation_timeout,
             )
             return
-        await browser.replace(url, timeout=timeout, loads=await self.watch.ready())
+        await browser.replace(url, timeout=timeout, loads=self.loads)
 
     async def land(self, land: str | None) -> None:
         try:
@@ -292,11 +217,10 @@ class _Restore:
         """Each site's storage through one spare page in the main tab (frames for the
         rest), with the cookies ``carried`` on their responses."""
         session = self.snapshot.session
-        sites = list(group_by_site(self.payloads).values())
-        for i, members in enumerate(sites):
+        for members in group_by_site(self.payloads).values():
             if session is not None and session.origin in members:
                 members = [session.origin, *(m for m in members if m != session.origin)]
-            acks = await self.write_site(spare, members, carried, last=i == len(sites) - 1)
+            acks = await self.write_site(spare, members, carried)
             for origin in members:
                 result = acks.get(origin, "its spare page did not load")
                 if result == "ok":
@@ -311,12 +235,8 @@ class _Restore:
         spare: SpareResponder,
         members: Sequence[str],
         carried: Mapping[str, Sequence[Cookie]],
-        *,
-        last: bool = False,
     ) -> dict[str, str]:
-        """One navigation: the top page and a frame per other origin write as they parse.
-        On the ``last`` site, the jar is read beside the acknowledgements: once the page
-        has loaded, every response that carried a cookie has been stored."""
+        """One navigation: the top page and a frame per other origin write as they parse."""
         browser = self.browser
         pages = {
             o: SparePage(
@@ -330,11 +250,6 @@ class _Restore:
         url = spare.url(members[0], members[1:], pages)
         try:
             await self.goto(url, timeout=browser.conn.timeout)
-            if last and self.cookies:
-                self.jar = asyncio.ensure_future(_jar(browser, self.now))
-                self.jar.add_done_callback(_retrieved)
-            if last:
-                self.start_leave_script()
             acks = await browser.evaluate_json(
                 ACKS,
                 len(members),
@@ -379,12 +294,10 @@ class _Restore:
                 with contextlib.suppress(BidiError, BrowserUnavailable):
                     await conn.send("script.removePreloadScript", {"script": added})
                 raise
-            # The script and the load subscription go while its result is read: one round
-            # trip, not three.
-            _, landed, _ = await asyncio.gather(
+            # The script goes while its result is read: one round trip, not two.
+            _, landed = await asyncio.gather(
                 conn.send("script.removePreloadScript", {"script": added}),
                 browser.evaluate_json(LANDED),
-                self.watch.stop(),
                 return_exceptions=True,
             )
             if isinstance(landed, BaseException):
@@ -398,54 +311,6 @@ class _Restore:
             report.add_host(host_of(origin))
         else:
             report.skip(host_of(origin), f"storage not written: {result}")
-
-
-def _retrieved(future: asyncio.Future[Any]) -> None:
-    """Mark a side read's failure as seen: whoever needs the read handles it."""
-    if not future.cancelled():
-        future.exception()
-
-
-class _LoadWatch:
-    """The main tab's ``browsingContext.load`` subscription for a restore's
-    ``location.replace`` navigations (``LiveBrowser.replace``): sent beside the restore's
-    first commands rather than a round trip before them, and not at all when no such
-    navigation happens (a fresh Firefox landing by ``browsingContext.navigate``)."""
-
-    def __init__(self, browser: LiveBrowser) -> None:
-        self._conn = browser.conn
-        self._context = browser.context
-        self._loads = Loads(browser.context)
-        self._remove: Any = None
-        self._subscribing: asyncio.Future[str] | None = None
-
-    def start(self) -> None:
-        """Send the subscription (once), without waiting for it."""
-        if self._subscribing is None:
-            self._remove = self._conn.add_listener("browsingContext.load", self._loads.on_load)
-            self._subscribing = asyncio.ensure_future(
-                self._conn.subscribe(["browsingContext.load"], [self._context])
-            )
-
-    async def ready(self) -> Loads:
-        """The loads, once subscribed. Raises: BidiError, BrowserUnavailable."""
-        self.start()
-        assert self._subscribing is not None
-        await self._subscribing
-        return self._loads
-
-    async def stop(self) -> None:
-        """Unsubscribe (once); a failure is fine — the socket or browser is gone."""
-        subscribing, self._subscribing = self._subscribing, None
-        if subscribing is None:
-            return
-        self._remove()
-        try:
-            subscription = await subscribing
-        except (BidiError, BrowserUnavailable):
-            return
-        with contextlib.suppress(BidiError, BrowserUnavailable):
-            await self._conn.unsubscribe(subscription)
 
 
 _LONE = re.compile("[\ud800-\udfff]")

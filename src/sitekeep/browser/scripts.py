@@ -22,7 +22,6 @@ __all__ = [
     "SPARE_PATH",
     "inline_write",
     "landing_preload",
-    "leave_preload",
 ]
 
 SPARE_PATH = "/__sitekeep-spare__"
@@ -72,15 +71,6 @@ messages sent from a document already being torn down). A frame that is not same
 with the top may see partitioned storage, so it reports as untrusted, without content.
 It also says whether the document opened an IndexedDB database (``indexedDB.open``), so a
 save without IndexedDB can name the origins whose databases it did not carry."""
-
-
-def leave_preload() -> dict[str, Any]:
-    """The ``script.addPreloadScript`` parameters of the capture-on-leave script."""
-    return {
-        "functionDeclaration": PRELOAD,
-        "arguments": [{"type": "channel", "value": {"channel": CHANNEL}}],
-    }
-
 
 READ = """async (withSession) => {
   const dump = (s) => {

@@ -99,32 +99,26 @@ class SpareResponder:
         return f"{origin}{SPARE_PATH}?{query}"
 
     async def __aenter__(self) -> SpareResponder:
-        # Listener first, then subscription and intercept: no blocked request goes unseen.
+        # Listener, then subscription, then intercept: no blocked request goes unseen.
         self._remove_listener = self._conn.add_listener(
             "network.beforeRequestSent", self._on_request
         )
-        # Both go out at once: no request is blocked before the first navigation, which
-        # waits for both replies.
-        subscribed, added = await asyncio.gather(
-            self._conn.subscribe(["network.beforeRequestSent"], self._contexts),
-            self._conn.send(
+        try:
+            self._subscription = await self._conn.subscribe(
+                ["network.beforeRequestSent"], self._contexts
+            )
+            result = await self._conn.send(
                 "network.addIntercept",
                 {
                     "phases": ["beforeRequestSent"],
                     "contexts": self._contexts,
                     "urlPatterns": [{"type": "pattern", "pathname": SPARE_PATH}],
                 },
-            ),
-            return_exceptions=True,
-        )
-        if not isinstance(subscribed, BaseException):
-            self._subscription = subscribed
-        if not isinstance(added, BaseException):
-            self._intercept = str(added["intercept"])
-        failed = next((r for r in (subscribed, added) if isinstance(r, BaseException)), None)
-        if failed is not None:
+            )
+        except BaseException:
             await self._teardown()
-            raise failed
+            raise
+        self._intercept = str(result["intercept"])
         return self
 
     async def __aexit__(
