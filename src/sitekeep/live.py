@@ -12,10 +12,14 @@ and its owner; only its SHA-256 is stored. It travels in the socket's first mess
 in a URL (URLs are logged).
 
 :class:`Relay` pumps one socket: frames out as binary JPEG messages, JSON messages both
-ways (:mod:`sitekeep.browser.screencast` has the input messages). Frames never queue: at
-most :data:`HIGH_WATER` are in flight unacknowledged (each drawn frame is acked), one more
-waits in a one-slot mailbox that a newer frame replaces (newest wins), and no frame is
-captured while the client is that far behind — the rate follows the client. Unchanged
+ways (:mod:`sitekeep.browser.screencast` has the input messages). Before its first frame
+it sets the tab's viewport to :data:`SIZE` (``resize`` messages change it), and every
+frame it sends has the size last set: a capture of another size is dropped, and one taken
+after the viewport was set means the browser lost it, so it is set again. Frames never
+queue: at most :data:`HIGH_WATER` are in flight unacknowledged (each drawn frame is
+acked), one more waits in a one-slot mailbox that a newer frame replaces (newest wins),
+and no frame is captured while the client is that far behind — the rate follows the
+client. Unchanged
 frames are skipped, and an idle page is captured less and less often until input or a
 change wakes it. Server messages other than frames (``ready``, ``page``, ``viewport``,
 ``error``, ``closed``) are queued without a bound and never dropped; so is input, which
