@@ -323,8 +323,11 @@ class Relay:
 
     async def run(self) -> None:
         """Pump until the client leaves or the live session is over."""
-        async with self._svc.session_held(self._who.tenant, self._live.key):
-            await screencast.set_viewport(self._browser, *self._size)
+        try:
+            async with self._svc.session_held(self._who.tenant, self._live.key):
+                await screencast.set_viewport(self._browser, *self._size)
+        except SitekeepError:  # busy, say: the first frame of another size asks again
+            pass
         width, height = self._size
         page = await self._browser.page_info()
         self._say(

@@ -16,6 +16,7 @@ import pytest
 
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.screencast import jpeg_size
+from sitekeep.errors import SessionBusy
 from sitekeep.live import HIGH_WATER, SIZE, LiveSession, Relay
 from sitekeep.model import Principal
 from sitekeep.service import Service
@@ -89,10 +90,15 @@ class FakeBrowser:
 class FakeService:
     held: list[str] = field(default_factory=list)
     inside: bool = False
+    busy: int = 0
+    """Holds that fail (SessionBusy) before one succeeds."""
     settings: Any = field(default_factory=lambda: type("Settings", (), {"live_captures": 1})())
 
     @contextlib.asynccontextmanager
     async def _hold(self, key: str) -> AsyncIterator[None]:
+        if self.busy:
+            self.busy -= 1
+            raise SessionBusy(0.1)
         self.held.append(key)
         self.inside = True
         try:
@@ -145,10 +151,11 @@ async def run_relay(
     conn: FakeConn | None = None,
     kind: str = "chromium",
     captures: int | None = 1,
+    busy: int = 0,
 ) -> tuple[Client, FakeConn, FakeService, asyncio.Task[None]]:
     """A relay on a fake socket of ``kind``; ``captures`` is ``live_captures`` (None: per
-    browser kind)."""
-    client, svc = Client(), FakeService()
+    browser kind); the session's lock is not had ``busy`` times first."""
+    client, svc = Client(), FakeService(busy=busy)
     conn = conn if conn is not None else FakeConn(still=still)
     svc.settings = type("Settings", (), {"live_captures": captures})()
     browser = FakeBrowser(conn, ref=type("Ref", (), {"kind": kind})())
@@ -305,3 +312,12 @@ async def test_after_a_resize_frames_have_the_new_size() -> None:
 def test_jpeg_size_reads_the_frame_header() -> None:
     assert jpeg_size(picture(b"x", (2560, 1600))) == (2560, 1600)
     assert jpeg_size(b"not a jpeg at all") == (0, 0)
+
+
+async def test_a_session_busy_at_the_start_still_shows_only_frames_of_the_size_asked() -> None:
+    client, conn, _, task = await run_relay(busy=1)
+    await until(lambda: len(client.frames) == HIGH_WATER)
+    task.cancel()
+    assert conn.viewport_at and conn.viewport_at[0] > 0  # set once a frame was the window's
+    assert {jpeg_size(f) for f in client.frames} == {SIZE}
+    assert client.messages[0]["type"] == "ready"
