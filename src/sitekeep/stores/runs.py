@@ -106,7 +106,7 @@ class SqlRunLedger:
             rows = conn.execute(sa.select(runs).where(_OPEN).order_by(runs.c.opened_at))
             return [_run(r) for r in rows]
 
-        return await self._db.run(_WHAT, read, write=False)
+        return await self._db.read(_WHAT, read)
 
     async def list(self, tenant: str | None, *, open_only: bool, limit: int) -> builtins.list[Run]:
         query = sa.select(runs).order_by(runs.c.opened_at.desc(), runs.c.id).limit(limit)
@@ -118,4 +118,4 @@ class SqlRunLedger:
         def read(conn: sa.Connection) -> builtins.list[Run]:
             return [_run(r) for r in conn.execute(query)]
 
-        return await self._db.run(_WHAT, read, write=False)
+        return await self._db.read(_WHAT, read)

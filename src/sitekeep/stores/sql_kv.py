@@ -48,7 +48,7 @@ class SqlStore:
             row = conn.execute(_READ, {"key": key, "now": self._clock()}).first()
             return Versioned(bytes(row.value), int(row.revision)) if row else None
 
-        return await self._db.run(_WHAT, read, write=False)
+        return await self._db.read(_WHAT, read)
 
     async def set(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
         expires = self._expiry(ttl)
@@ -134,7 +134,7 @@ class SqlStore:
             rows = conn.execute(sa.select(kv.c.key).where(head == prefix, self._alive()))
             return sorted(r[0] for r in rows)  # code-point order, whatever the collation
 
-        return await self._db.run(_WHAT, scan, write=False)
+        return await self._db.read(_WHAT, scan)
 
     async def aclose(self) -> None:
         self._db.dispose()
