@@ -650,12 +650,14 @@ class Service:
         Returns:
             ``{key, url, title, browser: {kind, live}, site_data: {saved_at, hosts}}``.
         """
-        record = await self._require(who, key)
+        # The record and the snapshot in one store round trip (the hot read, SPEC §16).
+        record, snapshot = await self.seam.load_with_snapshot(who.tenant, check_key(key))
+        if record is None:
+            raise NotFound("session", key)
         live = await self._live(record)
         page = await live.page_info() if live is not None else None
         url = page.url if page else record.url
         withheld = url is not None and await self.seam.holds_secret(who.tenant, record, url)
-        snapshot = await self._load_snapshot(who.tenant, key)
         masker = await self.seam.masker(who.tenant, record)
         return well_formed(
             masker.value(
@@ -732,11 +734,12 @@ class Service:
 
     async def records(self, tenant: str) -> list[SessionRecord]:
         """Every session record of ``tenant``, most recently used first."""
-        records = []
-        for store_key in await self._store.keys(self._record_key(tenant, "")):
-            record = await self._load(tenant, store_key.rsplit("/", 1)[-1])
-            if record is not None and record.tenant == tenant:
-                records.append(record)
+        keys = [k.rsplit("/", 1)[-1] for k in await self._store.keys(self._record_key(tenant, ""))]
+        records = [
+            record
+            for record in await self.seam.load_many(tenant, keys)  # one round trip, not N
+            if record is not None and record.tenant == tenant
+        ]
         records.sort(key=lambda r: r.last_used_at, reverse=True)
         return records
 
