@@ -7,9 +7,9 @@ CLI — authenticates through :meth:`Authenticator.principal`.
 Resolved tokens are remembered for ``cache_seconds`` (30 s), so a read that touches no
 browser costs no database round trip; unknown ones for ``unknown_seconds`` (5 s), so a
 flood of bad tokens costs no database round trip each either (a token is unknown only
-until it is made, and making one here forgets them all). A revoked token is refused at once by the process
-that revoked it; another replica that resolved it in the last 30 s accepts it until its
-memory of it runs out.
+until it is made, and making one here forgets them all). A revoked token is refused at
+once by the process that revoked it; another replica that resolved it in the last 30 s
+accepts it until its memory of it runs out.
 
 A token is named by its **id**: the first 16 hex digits of its SHA-256 — enough to list
 and revoke it, useless to sign in with.
