@@ -139,7 +139,7 @@ class Stores:
     async def aclose(self) -> None:
         await self.locks.aclose()
         await self.sessions.aclose()
-        self.database.dispose()
+        await self.database.aclose()
 
 
 class Service:

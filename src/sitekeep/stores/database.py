@@ -20,13 +20,16 @@ in one worker-thread hop per call (:meth:`Database.run`).
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio.to_thread
 import sqlalchemy as sa
 from sqlalchemy.exc import DisconnectionError, OperationalError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import SingletonThreadPool, StaticPool
 
 from sitekeep.errors import StoreUnavailable
@@ -46,6 +49,9 @@ SQLITE_POOL = 40
 POSTGRES_POOL = 40
 """PostgreSQL connections kept open per database: one per worker thread (anyio's default
 limit is 40), so a burst of calls never waits for a connection another thread holds."""
+
+ASYNC_POOL = 20
+"""PostgreSQL connections kept open per database for reads on the event loop."""
 
 PING_AFTER = 2.0
 """Seconds a pooled PostgreSQL connection may sit idle before its next checkout pings it
@@ -111,6 +117,32 @@ def _ping_when_stale(engine: sa.Engine) -> None:
     sa.event.listen(engine, "checkout", checkout)
 
 
+def _async_engine(url: StoreUrl) -> AsyncEngine:
+    """PostgreSQL reads on the event loop: psycopg's asyncio connection under the same
+    SQLAlchemy statements (``AsyncConnection.run_sync``), no worker thread. Autocommit: a
+    read is one statement, and a transaction around it was two more round trips (``BEGIN``
+    and the ``ROLLBACK`` of the pool's reset)."""
+    engine = create_async_engine(
+        url.url.replace("postgresql+psycopg://", "postgresql+psycopg_async://", 1),
+        isolation_level="AUTOCOMMIT",
+        # Kept open, not opened per burst: past the pool, every overflow checkout was a
+        # new connection. A read waits (without a thread) for one when all are out.
+        pool_size=ASYNC_POOL,
+        max_overflow=0,
+        connect_args={"connect_timeout": CONNECT_TIMEOUT},
+    )
+    _ping_when_stale(engine.sync_engine)
+    return engine
+
+
+async def guarded_async(what: str, fn: Callable[[], Awaitable[T]]) -> T:
+    """:func:`guarded` for a coroutine."""
+    try:
+        return await fn()
+    except SQLAlchemyError as exc:
+        raise StoreUnavailable(f"{what} failed: {type(exc).__name__}") from exc
+
+
 def _reader_engine(url: StoreUrl) -> sa.Engine:
     """SQLite connections for reads on the event loop: one per thread, read-only, and a
     busy timeout of 0 — SQLite answers "busy" at once rather than wait for a lock."""
@@ -159,7 +191,17 @@ class Database:
     def __init__(self, url: StoreUrl, engine: sa.Engine | None = None) -> None:
         self.url = url
         self.engine = engine or create_engine(url)
-        self._reader = _reader_engine(url) if engine is None and url.scheme == "sqlite" else None
+        own = engine is None
+        self._reader = _reader_engine(url) if own and url.scheme == "sqlite" else None
+        self._async = _async_engine(url) if own and url.scheme == "postgresql" else None
+        self._async_connections: weakref.WeakSet[Any] = weakref.WeakSet()
+        if self._async is not None:
+            made = self._async_connections
+
+            def connected(dbapi_conn: Any, _record: Any) -> None:
+                made.add(dbapi_conn.driver_connection)
+
+            sa.event.listen(self._async.sync_engine, "connect", connected)
 
     def run_sync(self, what: str, fn: Callable[[sa.Connection], T], *, write: bool) -> T:
         """``fn(connection)`` in one transaction (committed when ``write``), guarded.
@@ -201,6 +243,14 @@ class Database:
                     return fn(conn)
             except OperationalError:
                 pass  # busy (or worse): the worker thread may wait, and reports a failure
+        if self._async is not None:
+            engine = self._async
+
+            async def call() -> T:
+                async with engine.connect() as conn:
+                    return await conn.run_sync(fn)
+
+            return await guarded_async(what, call)
         return await self.run(what, fn, write=False)
 
     def dispose(self) -> None:
@@ -208,3 +258,18 @@ class Database:
         self.engine.dispose()
         if self._reader is not None:
             self._reader.dispose()
+        if self._async is not None:
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                asyncio.run(self._async.dispose())  # no loop in this thread: close them in one
+            else:  # inside a loop, from sync code: end them without awaiting (PQfinish)
+                self._async.sync_engine.dispose(close=False)
+                for conn in list(self._async_connections):
+                    conn.pgconn.finish()
+
+    async def aclose(self) -> None:
+        """:meth:`dispose` from async code: the event-loop connections closed too."""
+        if self._async is not None:
+            await self._async.dispose()
+        self.dispose()

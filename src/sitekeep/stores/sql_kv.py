@@ -153,4 +153,4 @@ class SqlStore:
         return await self._db.read(_WHAT, scan)
 
     async def aclose(self) -> None:
-        self._db.dispose()
+        await self._db.aclose()
