@@ -92,9 +92,7 @@ class Admin:
             Forbidden: a member's token.
         """
         self._gate(who, "the admin sessions list")
-        records = await self._svc.records(who.tenant)
-        snapshots = await self._svc.seam.load_snapshots(who.tenant, [r.key for r in records])
-        return [self._row(r, s) for r, s in zip(records, snapshots, strict=True)]
+        return [self._row(r, s) for r, s in await self._svc.records_with_snapshots(who.tenant)]
 
     async def session(self, who: Principal, key: str) -> dict[str, Any]:
         """One session's row, as in :meth:`sessions`.

@@ -637,18 +637,23 @@ class Seam:
         found = await self.store.read_many([self.record_key(tenant, key) for key in keys])
         return [self._record_of(tenant, k, f) for k, f in zip(keys, found, strict=True)]
 
-    async def load_with_snapshot(
-        self, tenant: str, key: str
-    ) -> tuple[SessionRecord | None, SiteData | None]:
-        """:meth:`load` and :meth:`load_snapshot` in one store round trip (no snapshot is
-        opened without a record)."""
-        found, sealed = await self.store.read_many(
-            [self.record_key(tenant, key), self.snapshot_key(tenant, key)]
+    async def load_with_snapshots(
+        self, tenant: str, keys: Sequence[str]
+    ) -> list[tuple[SessionRecord | None, SiteData | None]]:
+        """:meth:`load` and :meth:`load_snapshot` of each key, all in one store round trip
+        (no snapshot is opened without its record)."""
+        found = await self.store.read_many(
+            [self.record_key(tenant, k) for k in keys]
+            + [self.snapshot_key(tenant, k) for k in keys]
         )
-        record = self._record_of(tenant, key, found)
-        if record is None or sealed is None:
-            return record, None
-        return record, self._snapshot_of(tenant, key, sealed.value)
+        pairs: list[tuple[SessionRecord | None, SiteData | None]] = []
+        for key, item, sealed in zip(keys, found, found[len(keys) :], strict=False):
+            record = self._record_of(tenant, key, item)
+            if record is None or sealed is None:
+                pairs.append((record, None))
+            else:
+                pairs.append((record, self._snapshot_of(tenant, key, sealed.value)))
+        return pairs
 
     @staticmethod
     def _record_of(tenant: str, key: str, found: Versioned | None) -> SessionRecord | None:
@@ -698,14 +703,6 @@ class Seam:
     async def load_snapshot(self, tenant: str, key: str) -> SiteData | None:
         sealed = await self.store.get(self.snapshot_key(tenant, key))
         return None if sealed is None else self._snapshot_of(tenant, key, sealed)
-
-    async def load_snapshots(self, tenant: str, keys: Sequence[str]) -> list[SiteData | None]:
-        """:meth:`load_snapshot` of each key, in one store round trip."""
-        found = await self.store.read_many([self.snapshot_key(tenant, key) for key in keys])
-        return [
-            None if f is None else self._snapshot_of(tenant, k, f.value)
-            for k, f in zip(keys, found, strict=True)
-        ]
 
     def _snapshot_of(self, tenant: str, key: str, sealed: bytes) -> SiteData:
         plain = self.cipher.open(sealed, tenant=tenant, kind="site-data", ident=key)

@@ -651,7 +651,7 @@ class Service:
             ``{key, url, title, browser: {kind, live}, site_data: {saved_at, hosts}}``.
         """
         # The record and the snapshot in one store round trip (the hot read, SPEC §16).
-        record, snapshot = await self.seam.load_with_snapshot(who.tenant, check_key(key))
+        [(record, snapshot)] = await self.seam.load_with_snapshots(who.tenant, [check_key(key)])
         if record is None:
             raise NotFound("session", key)
         live = await self._live(record)
@@ -734,7 +734,7 @@ class Service:
 
     async def records(self, tenant: str) -> list[SessionRecord]:
         """Every session record of ``tenant``, most recently used first."""
-        keys = [k.rsplit("/", 1)[-1] for k in await self._store.keys(self._record_key(tenant, ""))]
+        keys = await self._keys_of(tenant)
         records = [
             record
             for record in await self.seam.load_many(tenant, keys)  # one round trip, not N
@@ -742,6 +742,24 @@ class Service:
         ]
         records.sort(key=lambda r: r.last_used_at, reverse=True)
         return records
+
+    async def records_with_snapshots(
+        self, tenant: str
+    ) -> list[tuple[SessionRecord, SiteData | None]]:
+        """:meth:`records`, each with its snapshot (None without one): two store round
+        trips whatever the number of sessions."""
+        pairs = [
+            (record, snapshot)
+            for record, snapshot in await self.seam.load_with_snapshots(
+                tenant, await self._keys_of(tenant)
+            )
+            if record is not None and record.tenant == tenant
+        ]
+        pairs.sort(key=lambda pair: pair[0].last_used_at, reverse=True)
+        return pairs
+
+    async def _keys_of(self, tenant: str) -> list[str]:
+        return [k.rsplit("/", 1)[-1] for k in await self._store.keys(self._record_key(tenant, ""))]
 
     async def _session_row(self, who: Principal, record: SessionRecord) -> dict[str, Any]:
         url = record.url

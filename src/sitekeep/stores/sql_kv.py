@@ -26,6 +26,12 @@ _READ = sa.select(kv.c.value, kv.c.revision).where(
     sa.or_(kv.c.expires_at.is_(None), kv.c.expires_at > sa.bindparam("now")),
 )
 """The hot read, built once (half its cost is building a statement each call)."""
+# substr, not LIKE: SQLite's LIKE ignores ASCII case, and tenants differ by case.
+_KEYS = sa.select(kv.c.key).where(
+    sa.func.substr(kv.c.key, 1, sa.bindparam("length", type_=sa.Integer))
+    == sa.bindparam("prefix", type_=sa.String),
+    sa.or_(kv.c.expires_at.is_(None), kv.c.expires_at > sa.bindparam("now")),
+)
 _READ_MANY = sa.select(kv.c.key, kv.c.value, kv.c.revision).where(
     kv.c.key.in_(sa.bindparam("keys", expanding=True)),
     sa.or_(kv.c.expires_at.is_(None), kv.c.expires_at > sa.bindparam("now")),
@@ -143,11 +149,10 @@ class SqlStore:
         return await self._db.run(_WHAT, move, write=True)
 
     async def keys(self, prefix: str) -> list[str]:
-        # substr, not LIKE: SQLite's LIKE ignores ASCII case, and tenants differ by case.
-        head = sa.func.substr(kv.c.key, 1, len(prefix))
+        params = {"prefix": prefix, "length": len(prefix), "now": self._clock()}
 
         def scan(conn: sa.Connection) -> list[str]:
-            rows = conn.execute(sa.select(kv.c.key).where(head == prefix, self._alive()))
+            rows = conn.execute(_KEYS, params)
             return sorted(r[0] for r in rows)  # code-point order, whatever the collation
 
         return await self._db.read(_WHAT, scan)
