@@ -18,7 +18,10 @@ runs uvloop and httptools (their shared objects mapped in the process).
 Everything stays on loopback; each run is bounded in requests and in time. Uses the shared
 Redis and PostgreSQL of the test machine (a fresh database and key prefix, removed after).
 
-    .venv/bin/python bench/api_load.py [--requests 20000] [--clients 50]
+    .venv/bin/python bench/api_load.py [--requests 20000] [--clients 50] [--in-process]
+
+``--in-process`` measures only the app's CPU per request (ASGI calls in this process, no
+server, no HTTP parsing): the part of a request's cost sitekeep's own code decides.
 """
 
 from __future__ import annotations
@@ -263,11 +266,123 @@ def run_setup(
         )
 
 
+# -- in process: the app's own CPU per request, no server, no HTTP -----------------------------
+
+
+async def _in_process(path: str, total: int, clients: int, env: dict[str, str]) -> float:
+    """CPU ms per request of ``total`` ASGI GETs of ``path`` (``clients`` at once) in this
+    process, on the stores ``env`` names: what the app costs without uvicorn's share."""
+    import time as clock
+
+    from sitekeep.api.app import create_app
+    from sitekeep.config import Settings
+    from sitekeep.model import RECORD_JSON, HistoryEntry, SessionRecord, SiteData
+
+    settings = Settings(
+        data_dir=Path(env["SITEKEEP_DATA_DIR"]),
+        warm_browsers={},
+        reap_interval=3600,
+        session_store=env.get("SITEKEEP_SESSION_STORE"),
+        database_url=env.get("SITEKEEP_DATABASE_URL"),
+    )
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        svc = app.state.service
+        token = await svc.create_token("bench", "admin", "admin")
+        who = await svc.authenticate(f"Bearer {token}")
+        now = clock.time()
+        url = "https://app.example.test/x"
+        record = SessionRecord(
+            tenant="bench",
+            key="s1",
+            owner="admin",
+            kind="chromium",
+            created_at=now,
+            last_used_at=now,
+            history=(HistoryEntry("https://app.example.test", url, now),),
+        )
+        store_key = svc.seam.record_key("bench", "s1")
+        await svc.seam.store.set(store_key, RECORD_JSON.dump_json(record), ttl=3600)
+        await svc.seam.put_snapshot("bench", "s1", SiteData(saved_at=now))
+        await svc.put_secret(who, "login", "", ["app.example.test"], {"password": "dummy"})
+        headers = [(b"host", b"bench"), (b"authorization", f"Bearer {token}".encode())]
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "GET",
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "query_string": b"",
+            "root_path": "",
+            "headers": headers,
+            "client": ("127.0.0.1", 1),
+            "server": ("127.0.0.1", 80),
+        }
+
+        async def receive() -> dict[str, object]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, object]) -> None:
+            if message["type"] == "http.response.start":
+                assert message["status"] == 200, message
+
+        async def client(count: int) -> None:
+            for _ in range(count):
+                await app({**scope, "state": {}}, receive, send)
+
+        await client(200)  # warm-up
+        started = clock.process_time()
+        await asyncio.gather(*(client(total // clients) for _ in range(clients)))
+        return (clock.process_time() - started) * 1000 / (total // clients * clients)
+
+
+def in_process(total: int, clients: int, base: dict[str, str]) -> None:
+    """Print the app's CPU per request of each read on both store set-ups."""
+    import logging
+
+    import uvloop
+
+    logging.disable(logging.INFO)
+    print("in process (ASGI calls, no server): the app's CPU per request")
+    with tempfile.TemporaryDirectory(prefix="sitekeep-bench-") as tmp:
+        prefix = redis_prefix()
+        with fresh_postgres_database() as database:
+            setups = {
+                "SQLite": {"SITEKEEP_DATA_DIR": f"{tmp}/embedded"},
+                "Redis+PostgreSQL": {
+                    "SITEKEEP_DATA_DIR": f"{tmp}/shared",
+                    "SITEKEEP_SESSION_STORE": f"{REDIS_URL}?prefix={prefix}",
+                    "SITEKEEP_DATABASE_URL": database,
+                },
+            }
+            try:
+                for name, env in setups.items():
+                    for path in READS:
+                        ms = uvloop.run(_in_process(path, total, clients, {**base, **env}))
+                        print(
+                            f"  {name:<18} {path:<18} {ms:6.3f} ms CPU/request  "
+                            f"(one core: {1000 / ms:6.0f} req/s)",
+                            flush=True,
+                        )
+            finally:
+                clear_redis_prefix(REDIS_URL, prefix)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=20_000, help="per read and set-up")
     parser.add_argument("--clients", type=int, default=50, help="concurrent connections")
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="only the app's CPU per request, by ASGI calls in this process (no server)",
+    )
     args = parser.parse_args()
+    if args.in_process:
+        in_process(args.requests, args.clients, {})
+        return
     base = sitekeep_env(SITEKEEP_WARM_BROWSERS="0", SITEKEEP_REAP_INTERVAL="3600")
     before = os.getloadavg()[0]
     print(f"{args.requests} GETs per read, {args.clients} connections, {os.cpu_count()} cores")
