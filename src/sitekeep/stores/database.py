@@ -86,7 +86,7 @@ def create_engine(url: StoreUrl) -> sa.Engine:
         engine = sa.create_engine(
             url.url,
             pool_size=POSTGRES_POOL,
-            max_overflow=10,
+            max_overflow=0,  # with the event-loop pool: 60 per replica at most
             connect_args={"connect_timeout": CONNECT_TIMEOUT},
         )
         _ping_when_stale(engine)
