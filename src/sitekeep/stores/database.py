@@ -9,26 +9,24 @@ migrations (:mod:`sitekeep.stores.migrate`), never from ``create_all``.
 A failure of the database becomes :class:`~sitekeep.errors.StoreUnavailable` naming what
 failed and only the exception's type (a statement's parameters may hold values). A stopped
 PostgreSQL fails fast (``connect_timeout``) and a restarted one is used again without a
-restart of sitekeep: a pooled connection idle past ``PING_AFTER`` seconds is pinged when it
-is checked out and replaced when dead, and a statement that finds the server gone makes
-the pool drop every connection older than it (SQLAlchemy's disconnect handling).
+restart of sitekeep (``pool_pre_ping`` replaces the dead pooled connections).
 
 Where the work runs (``bench/api_load.py`` measures it): a read on SQLite runs on the event
 loop (:meth:`Database.read`, a connection that never waits for a lock); everything else runs
-in one worker-thread hop per call (:meth:`Database.run`).
+in one worker-thread hop per call (:meth:`Database.run`); a read on PostgreSQL runs on the
+event loop through psycopg's asyncio connection.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio.to_thread
 import sqlalchemy as sa
-from sqlalchemy.exc import DisconnectionError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import SingletonThreadPool, StaticPool
 
@@ -53,18 +51,13 @@ limit is 40), so a burst of calls never waits for a connection another thread ho
 ASYNC_POOL = 20
 """PostgreSQL connections kept open per database for reads on the event loop."""
 
-PING_AFTER = 2.0
-"""Seconds a pooled PostgreSQL connection may sit idle before its next checkout pings it
-(a ping on every checkout was a round trip per call)."""
-
 
 def create_engine(url: StoreUrl) -> sa.Engine:
     """An engine for a SQL store URL (``memory://``, ``sqlite:///path``, ``postgresql://``).
 
     SQLite gets its folder (mode 0700), ``SQLITE_POOL`` kept connections, WAL,
     ``synchronous=FULL`` and a 30 s busy timeout; PostgreSQL a pool of ``POSTGRES_POOL``
-    whose connections idle past ``PING_AFTER`` are pinged on checkout, and a connect
-    timeout.
+    pinged on checkout, and a connect timeout.
     """
     if url.scheme == "memory":
         return sa.create_engine(
@@ -87,34 +80,11 @@ def create_engine(url: StoreUrl) -> sa.Engine:
             url.url,
             pool_size=POSTGRES_POOL,
             max_overflow=0,  # with the event-loop pool: 60 per replica at most
+            pool_pre_ping=True,
             connect_args={"connect_timeout": CONNECT_TIMEOUT},
         )
-        _ping_when_stale(engine)
         return engine
     raise ValueError(f"{url.scheme} is not a SQL store")
-
-
-def _ping_when_stale(engine: sa.Engine) -> None:
-    """Ping a pooled connection on checkout only when it sat idle past ``PING_AFTER``; a
-    dead one is replaced (``DisconnectionError`` makes the pool connect again)."""
-
-    def used(_dbapi_conn: Any, record: Any, *_: Any) -> None:
-        record.info["sitekeep_used"] = time.monotonic()
-
-    def checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
-        last = record.info.get("sitekeep_used", 0.0)
-        if time.monotonic() - last > PING_AFTER:
-            try:
-                alive = engine.dialect.do_ping(dbapi_conn)
-            except Exception as exc:
-                raise DisconnectionError(f"ping failed: {type(exc).__name__}") from exc
-            if not alive:
-                raise DisconnectionError("ping failed")
-        record.info["sitekeep_used"] = time.monotonic()
-
-    sa.event.listen(engine, "connect", used)
-    sa.event.listen(engine, "checkin", used)
-    sa.event.listen(engine, "checkout", checkout)
 
 
 def _async_engine(url: StoreUrl) -> AsyncEngine:
@@ -129,9 +99,9 @@ def _async_engine(url: StoreUrl) -> AsyncEngine:
         # new connection. A read waits (without a thread) for one when all are out.
         pool_size=ASYNC_POOL,
         max_overflow=0,
+        pool_pre_ping=True,
         connect_args={"connect_timeout": CONNECT_TIMEOUT},
     )
-    _ping_when_stale(engine.sync_engine)
     return engine
 
 
