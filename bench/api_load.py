@@ -6,17 +6,22 @@ client costs little of the machine's CPU) against:
 
 * ``GET /v1/sessions/{key}`` — a session whose browser is closed (the record, the snapshot
   summary; no browser is reached),
-* ``GET /admin/runs`` and ``GET /v1/secrets`` — the admin reads,
+* ``GET /admin/runs``, ``GET /admin/sessions`` and ``GET /v1/secrets`` — the admin reads,
 
 in three set-ups, side by side: one replica on the embedded SQLite stores, one replica on
 Redis + PostgreSQL, and two replicas on the same Redis + PostgreSQL (connections split
 between them). Prints req/s, p50 and p99 per read and set-up, the ratio of two replicas to
-one, and each figure against the target (≥ 2,000 req/s, p99 ≤ 50 ms on one replica).
+one, each figure against the target (≥ 2,000 req/s and p99 ≤ 50 ms on one replica — one
+``sitekeep serve`` process), the load average before and after, and whether each replica
+runs uvloop and httptools (their shared objects mapped in the process).
 
 Everything stays on loopback; each run is bounded in requests and in time. Uses the shared
 Redis and PostgreSQL of the test machine (a fresh database and key prefix, removed after).
 
-    .venv/bin/python bench/api_load.py [--requests 20000] [--clients 50]
+    .venv/bin/python bench/api_load.py [--requests 20000] [--clients 50] [--in-process]
+
+``--in-process`` measures only the app's CPU per request (ASGI calls in this process, no
+server, no HTTP parsing): the part of a request's cost sitekeep's own code decides.
 """
 
 from __future__ import annotations
@@ -213,7 +218,16 @@ def seed(replica: Serve, token: str) -> None:
     )
 
 
-READS = ("/v1/sessions/s1", "/admin/runs", "/v1/secrets")
+READS = ("/v1/sessions/s1", "/admin/runs", "/admin/sessions", "/v1/secrets")
+
+
+def speedups(pid: int) -> str:
+    """Which of uvloop and httptools the process ``pid`` has loaded (``/proc/<pid>/maps``)."""
+    with open(f"/proc/{pid}/maps", encoding="utf-8") as maps:
+        text = maps.read()
+    return ", ".join(
+        f"{name} {'yes' if f'/{name}/' in text else 'NO'}" for name in ("uvloop", "httptools")
+    )
 
 
 def run_setup(
@@ -225,6 +239,9 @@ def run_setup(
     ]
     try:
         seed(servers[0], token)
+        for server in servers:
+            assert server.process is not None
+            print(f"  {name}: replica pid {server.process.pid}: {speedups(server.process.pid)}")
         results = {}
         for path in READS:
             pids = [s.process.pid for s in servers if s.process is not None]
@@ -249,12 +266,125 @@ def run_setup(
         )
 
 
+# -- in process: the app's own CPU per request, no server, no HTTP -----------------------------
+
+
+async def _in_process(path: str, total: int, clients: int, env: dict[str, str]) -> float:
+    """CPU ms per request of ``total`` ASGI GETs of ``path`` (``clients`` at once) in this
+    process, on the stores ``env`` names: what the app costs without uvicorn's share."""
+    import time as clock
+
+    from sitekeep.api.app import create_app
+    from sitekeep.config import Settings
+    from sitekeep.model import RECORD_JSON, HistoryEntry, SessionRecord, SiteData
+
+    settings = Settings(
+        data_dir=Path(env["SITEKEEP_DATA_DIR"]),
+        warm_browsers={},
+        reap_interval=3600,
+        session_store=env.get("SITEKEEP_SESSION_STORE"),
+        database_url=env.get("SITEKEEP_DATABASE_URL"),
+    )
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        svc = app.state.service
+        token = await svc.create_token("bench", "admin", "admin")
+        who = await svc.authenticate(f"Bearer {token}")
+        now = clock.time()
+        url = "https://app.example.test/x"
+        record = SessionRecord(
+            tenant="bench",
+            key="s1",
+            owner="admin",
+            kind="chromium",
+            created_at=now,
+            last_used_at=now,
+            history=(HistoryEntry("https://app.example.test", url, now),),
+        )
+        store_key = svc.seam.record_key("bench", "s1")
+        await svc.seam.store.set(store_key, RECORD_JSON.dump_json(record), ttl=3600)
+        await svc.seam.put_snapshot("bench", "s1", SiteData(saved_at=now))
+        await svc.put_secret(who, "login", "", ["app.example.test"], {"password": "dummy"})
+        headers = [(b"host", b"bench"), (b"authorization", f"Bearer {token}".encode())]
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "GET",
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "query_string": b"",
+            "root_path": "",
+            "headers": headers,
+            "client": ("127.0.0.1", 1),
+            "server": ("127.0.0.1", 80),
+        }
+
+        async def receive() -> dict[str, object]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, object]) -> None:
+            if message["type"] == "http.response.start":
+                assert message["status"] == 200, message
+
+        async def client(count: int) -> None:
+            for _ in range(count):
+                await app({**scope, "state": {}}, receive, send)
+
+        await client(200)  # warm-up
+        started = clock.process_time()
+        await asyncio.gather(*(client(total // clients) for _ in range(clients)))
+        return (clock.process_time() - started) * 1000 / (total // clients * clients)
+
+
+def in_process(total: int, clients: int, base: dict[str, str]) -> None:
+    """Print the app's CPU per request of each read on both store set-ups."""
+    import logging
+
+    import uvloop
+
+    logging.disable(logging.INFO)
+    print("in process (ASGI calls, no server): the app's CPU per request")
+    with tempfile.TemporaryDirectory(prefix="sitekeep-bench-") as tmp:
+        prefix = redis_prefix()
+        with fresh_postgres_database() as database:
+            setups = {
+                "SQLite": {"SITEKEEP_DATA_DIR": f"{tmp}/embedded"},
+                "Redis+PostgreSQL": {
+                    "SITEKEEP_DATA_DIR": f"{tmp}/shared",
+                    "SITEKEEP_SESSION_STORE": f"{REDIS_URL}?prefix={prefix}",
+                    "SITEKEEP_DATABASE_URL": database,
+                },
+            }
+            try:
+                for name, env in setups.items():
+                    for path in READS:
+                        ms = uvloop.run(_in_process(path, total, clients, {**base, **env}))
+                        print(
+                            f"  {name:<18} {path:<18} {ms:6.3f} ms CPU/request  "
+                            f"(one core: {1000 / ms:6.0f} req/s)",
+                            flush=True,
+                        )
+            finally:
+                clear_redis_prefix(REDIS_URL, prefix)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=20_000, help="per read and set-up")
     parser.add_argument("--clients", type=int, default=50, help="concurrent connections")
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="only the app's CPU per request, by ASGI calls in this process (no server)",
+    )
     args = parser.parse_args()
+    if args.in_process:
+        in_process(args.requests, args.clients, {})
+        return
     base = sitekeep_env(SITEKEEP_WARM_BROWSERS="0", SITEKEEP_REAP_INTERVAL="3600")
+    before = os.getloadavg()[0]
     print(f"{args.requests} GETs per read, {args.clients} connections, {os.cpu_count()} cores")
     table: dict[str, dict[str, Result]] = {}
     with tempfile.TemporaryDirectory(prefix="sitekeep-bench-") as tmp:
@@ -285,7 +415,10 @@ def main() -> None:
                 clear_redis_prefix(REDIS_URL, prefix)
     print()
     load = os.getloadavg()[0]
-    print(f"load average {load:.1f} on {os.cpu_count()} cores during the run")
+    print(
+        f"load average (1 min) {before:.1f} at the start, {load:.1f} at the end, "
+        f"on {os.cpu_count()} cores"
+    )
     print(
         f"{'read':<18} {'set-up':<30} {'req/s':>8} {'p99 ms':>8} {'CPU ms':>7} "
         f"{'gen ms':>7}  target"
@@ -293,7 +426,7 @@ def main() -> None:
     for path in READS:
         for name, results in table.items():
             r = results[path]
-            ok = r.rps >= TARGET_RPS and r.pct(0.99) <= TARGET_P99_MS
+            ok = r.rps >= TARGET_RPS and r.pct(0.99) <= TARGET_P99_MS and not r.errors
             ceiling = 1000 / r.server_cpu_ms if r.server_cpu_ms else float("inf")
             print(
                 f"{path:<18} {name:<30} {r.rps:8.0f} {r.pct(0.99):8.1f} {r.server_cpu_ms:7.2f} "

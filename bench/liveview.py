@@ -2,29 +2,39 @@
 
 What is measured, end to end through a real ``sitekeep serve`` (the e2e tests' server
 helper: its own data dir, no warm pool) and its WebSocket, the way the admin UI's canvas
-uses it (every frame acknowledged once received, as the canvas does once drawn):
+uses it (every frame acknowledged once received, as the canvas does once drawn), on three
+pages, each browser:
 
-* **fps** — a page that repaints every animation frame (a counter and a moving block,
-  ``requestAnimationFrame``): *distinct* frames received per second over ``--seconds``,
-  after a one-second warm-up — each received JPEG is hashed (SHA-1 of its bytes) and a
-  frame equal to the one before it is not counted (the relay skips unchanged frames
-  anyway; this checks it). Frames are 1280×800 (checked from the JPEG's header).
-* **fps, 30 Hz page** — the same picture changed by a 33 ms timer instead of every
-  animation frame: still faster than the target, without a 60 Hz software repaint of
-  the page competing with the captures for the CPU.
-* **input → frame** — a page that shows nothing new until a key arrives (unchanged
-  frames are not sent); then ``{"type": "key", "key": "x"}`` is sent and the clock runs
-  until the next frame arrives, which is the first one showing the key's effect (a
-  coloured page and the typed text). Median and p90 over ``--samples`` keys, each after
-  the stream has gone quiet.
+* ``rAF`` — a counter and a moving block repainted every animation frame
+  (``requestAnimationFrame``);
+* ``30 Hz`` — the same picture changed by a 33 ms timer (no 60 Hz software repaint of the
+  page competing with the captures for the CPU);
+* ``still`` — a page that shows nothing new until a key arrives.
 
-Both browsers: Debian's Chromium and Firefox ESR, local drivers. Targets: ≥ 20 fps on
-Chromium, input → frame ≤ 100 ms.
+Per page: **fps** — *distinct* frames received per second over ``--seconds`` after a
+one-second warm-up (each JPEG is hashed; a frame equal to the one before is not counted —
+the relay skips unchanged frames anyway; this checks it); and **input → frame**, median
+and p90 over ``--samples`` keys: each ``{"type": "key", "key": "x"}`` toggles a
+full-page checkerboard on the page (on, then off), and the clock runs from sending the
+key until the first frame that shows the change. A checkerboard JPEG is several times the
+size of the plain page's, so the change is seen from the frame's byte count alone (no
+image decoding): "on" is the first frame larger than the midpoint between the plain and
+the checkered sizes, "off" the first smaller one.
+
+Every frame must be 1280×800 (read from the JPEG's header): a run with any other size
+says ``INVALID`` — the viewport was not what the live session asked for.
+
+Targets: ≥ 20 fps on Chromium (rAF and 30 Hz pages), input → frame median ≤ 100 ms on
+both browsers; each row prints its verdict, and the load average is printed before and
+after.
 
 Run::
 
-    .venv/bin/python bench/liveview.py [--seconds 5] [--samples 15] [--browsers chromium,firefox]
+    .venv/bin/python bench/liveview.py [--seconds 5] [--samples 10] [--browsers chromium,firefox]
+        [--ab "--disable-gpu-vsync"]
 
+``--ab ARGS`` runs Chromium twice, side by side — with the product's arguments (A) and
+with ``ARGS`` added to them (B, through ``SITEKEEP_BROWSER_ARGS``) — and prints B/A.
 ``SITEKEEP_LIVE_CAPTURES=2`` in the environment measures two overlapping capture loops.
 """
 
@@ -34,11 +44,14 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
+import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -50,49 +63,41 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from e2e.test_server_restart import SITEKEEP, Server  # noqa: E402
 from fixtures.sites import start_sites  # noqa: E402
+from sitekeep.browser.screencast import jpeg_size  # noqa: E402
 
 WIDTH, HEIGHT = 1280, 800
+FPS_TARGET = 20.0
+LATENCY_TARGET_MS = 100.0
 
-ANIMATED = """<div id="n" style="font:64px monospace">0</div>
+_TOGGLE = """<style>body.k { background: repeating-conic-gradient(#000 0 25%, #fff 0 50%)
+0 0 / 8px 8px; }</style><script>addEventListener("keydown",
+() => document.body.classList.toggle("k"));</script>"""
+"""A key toggles a full-page checkerboard: a frame that shows it is several times larger."""
+
+_PICTURE = """<div id="n" style="font:64px monospace">0</div>
 <div id="b" style="position:absolute;top:200px;width:80px;height:80px;background:#c33"></div>
 <script>let i = 0; const n = document.getElementById("n"), b = document.getElementById("b");
-function f() { i++; n.textContent = i; b.style.left = (i * 7 % 1100) + "px";
-requestAnimationFrame(f); } requestAnimationFrame(f);</script>"""
+function step() { i++; n.textContent = i; b.style.left = (i * 7 % 1100) + "px"; }</script>"""
 
-TIMED = """<div id="n" style="font:64px monospace">0</div>
-<div id="b" style="position:absolute;top:200px;width:80px;height:80px;background:#c33"></div>
-<script>let i = 0; const n = document.getElementById("n"), b = document.getElementById("b");
-setInterval(() => { i++; n.textContent = i; b.style.left = (i * 7 % 1100) + "px"; }, 33);
-</script>"""
-"""The same picture changing 30 times a second (a timer, not every animation frame): still
-faster than the 20 fps target, without a 60 Hz software repaint competing for the CPU."""
-
-ECHO = """<p id="t" style="font:48px monospace">-</p>
-<script>addEventListener("keydown", (e) => { document.getElementById("t").textContent += e.key;
-document.body.style.background = document.body.style.background ? "" : "#9cf"; });</script>"""
-
-
-def _jpeg_size(data: bytes) -> tuple[int, int]:
-    """(width, height) from a JPEG's first SOFn marker."""
-    i = 2
-    while i + 9 < len(data):
-        marker, length = data[i + 1], int.from_bytes(data[i + 2 : i + 4], "big")
-        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
-            return int.from_bytes(data[i + 7 : i + 9], "big"), int.from_bytes(
-                data[i + 5 : i + 7], "big"
-            )
-        i += 2 + length
-    return (0, 0)
+PAGES = {
+    "rAF": _PICTURE
+    + "<script>function f() { step(); requestAnimationFrame(f); } requestAnimationFrame(f);"
+    + "</script>"
+    + _TOGGLE,
+    "30 Hz": _PICTURE + "<script>setInterval(step, 33);</script>" + _TOGGLE,
+    "still": '<p style="font:48px monospace">still</p>' + _TOGGLE,
+}
 
 
 class Socket:
-    """One live socket: frames counted and acknowledged, JSON messages kept."""
+    """One live socket: distinct frames timed and acknowledged, JSON messages kept."""
 
     def __init__(self, ws: Any) -> None:
         self.ws = ws
-        self.frames: asyncio.Queue[float] = asyncio.Queue()
+        self.frames: asyncio.Queue[tuple[float, int]] = asyncio.Queue()
         self.messages: list[dict[str, Any]] = []
         self.last = b""
+        self.last_bytes = 0
         self.repeats = 0
         self.sizes: set[tuple[int, int]] = set()
         self._reader = asyncio.create_task(self._read())
@@ -105,8 +110,9 @@ class Socket:
                     self.repeats += 1
                 else:
                     self.last = digest
-                    self.sizes.add(_jpeg_size(message))
-                    self.frames.put_nowait(time.perf_counter())
+                    self.last_bytes = len(message)
+                    self.sizes.add(jpeg_size(message))
+                    self.frames.put_nowait((time.perf_counter(), len(message)))
                 await self.ws.send('{"type":"ack"}')
             else:
                 self.messages.append(json.loads(message))
@@ -114,12 +120,12 @@ class Socket:
     async def send(self, message: dict[str, Any]) -> None:
         await self.ws.send(json.dumps(message))
 
-    def drain(self) -> int:
-        count = 0
+    def drain(self) -> list[int]:
+        """The byte counts of the frames received since the last drain."""
+        got = []
         while not self.frames.empty():
-            self.frames.get_nowait()
-            count += 1
-        return count
+            got.append(self.frames.get_nowait()[1])
+        return got
 
     async def quiet(self, gap: float = 0.4) -> None:
         """Until no frame has come for ``gap`` seconds."""
@@ -130,7 +136,48 @@ class Socket:
                 return
 
 
-async def _open(server: Server, browser: str, url: str, key: str) -> tuple[Socket, str]:
+@dataclass
+class Row:
+    """One browser on one page."""
+
+    browser: str
+    page: str
+    fps: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    missed: int = 0
+    sizes: list[tuple[int, int]] = field(default_factory=list)
+    errors: int = 0
+    repeats: int = 0
+
+    @property
+    def valid(self) -> bool:
+        return self.sizes == [(WIDTH, HEIGHT)]
+
+    def p(self, q: float) -> float:
+        ordered = sorted(self.latencies) or [float("nan")]
+        return ordered[int(q * (len(ordered) - 1))]
+
+    def verdict(self) -> str:
+        if not self.valid:
+            return f"INVALID: frames {self.sizes}, not {WIDTH}×{HEIGHT}"
+        misses = []
+        if self.browser == "chromium" and self.page != "still" and self.fps < FPS_TARGET:
+            misses.append(f"fps < {FPS_TARGET:g}")
+        if self.missed or statistics.median(self.latencies or [1e9]) > LATENCY_TARGET_MS:
+            misses.append(f"input→frame > {LATENCY_TARGET_MS:g} ms")
+        return "MISS: " + ", ".join(misses) if misses else "meets target"
+
+    def line(self) -> str:
+        fps = "     —  " if self.page == "still" else f"{self.fps:5.1f} fps"
+        return (
+            f"{self.browser:9} {self.page:6} {fps} · input→frame p50 {self.p(0.5):5.1f} ms,"
+            f" p90 {self.p(0.9):5.1f} ms ({len(self.latencies)} changes"
+            f"{f', {self.missed} unseen' if self.missed else ''}; {self.errors} errors;"
+            f" {self.repeats} repeated frames) — {self.verdict()}"
+        )
+
+
+async def _open(server: Server, browser: str, url: str, key: str) -> Socket:
     body = {"key": key, "browser": browser, "url": url}
     reply = server.http.post("/v1/live-sessions", json=body)
     reply.raise_for_status()
@@ -139,85 +186,147 @@ async def _open(server: Server, browser: str, url: str, key: str) -> tuple[Socke
     await ws.send(json.dumps({"ticket": live["ticket"]}))
     sock = Socket(ws)
     await sock.send({"type": "resize", "width": WIDTH, "height": HEIGHT})
-    return sock, live["id"]
+    return sock
 
 
-async def _fps(sock: Socket, seconds: float) -> tuple[float, list[tuple[int, int]]]:
-    """Distinct frames per second over ``seconds`` after a one-second warm-up, and the
-    frame sizes seen."""
+async def _fps(sock: Socket, seconds: float) -> tuple[float, list[int]]:
+    """Distinct frames per second over ``seconds`` after a one-second warm-up, and their
+    byte counts."""
     await asyncio.sleep(1.0)  # warm-up
     sock.drain()
     sock.sizes.clear()
     start = time.perf_counter()
     await asyncio.sleep(seconds)
-    return sock.drain() / (time.perf_counter() - start), sorted(sock.sizes)
+    got = sock.drain()
+    return len(got) / (time.perf_counter() - start), got
+
+
+async def _changed(sock: Socket, checkered: bool, threshold: float, sent: float) -> float | None:
+    """Milliseconds from ``sent`` to the first frame on the asked side of ``threshold``."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            arrived, size = await asyncio.wait_for(sock.frames.get(), deadline - time.monotonic())
+        except TimeoutError:
+            return None
+        if (size > threshold) == checkered:
+            return (arrived - sent) * 1000
+    return None
+
+
+async def _latencies(sock: Socket, row: Row, samples: int, plain: float) -> None:
+    """``samples`` keys, alternately turning the checkerboard on and off."""
+    # One key shows how large a checkered frame is; the midpoint tells the two apart.
+    await sock.send({"type": "key", "key": "x"})
+    await asyncio.sleep(1.0)
+    checkered = statistics.median(sock.drain() or [0])
+    await sock.send({"type": "key", "key": "x"})
+    await asyncio.sleep(0.5)
+    if checkered < 2 * plain:
+        raise SystemExit(f"{row.browser} {row.page}: checkered frames not told apart by size")
+    threshold = (plain + checkered) / 2
+    on = True
+    for _ in range(samples):
+        await asyncio.sleep(0.3)  # the pipeline settles, as between a person's keys
+        sock.drain()
+        sent = time.perf_counter()
+        await sock.send({"type": "key", "key": "x"})
+        took = await _changed(sock, on, threshold, sent)
+        if took is None:
+            row.missed += 1
+        else:
+            row.latencies.append(took)
+        on = not on
+    if not on:  # leave it plain
+        await sock.send({"type": "key", "key": "x"})
 
 
 async def measure(
-    server: Server, browser: str, seconds: float, samples: int, sites: Any
-) -> dict[str, Any]:
-    animated = sites.url("live.example.test", "/__fixture/html?body=" + quote(ANIMATED))
-    sock, _ = await _open(server, browser, animated, f"bench-{browser}")
-    fps, sizes = await _fps(sock, seconds)
-    timed = sites.url("live.example.test", "/__fixture/html?body=" + quote(TIMED))
-    await sock.send({"type": "navigate", "url": timed})
-    fps_30hz, sizes_30hz = await _fps(sock, seconds)
-    sizes = sorted(set(sizes) | set(sizes_30hz))
+    server: Server, browser: str, seconds: float, samples: int, sites: Any, tag: str = ""
+) -> list[Row]:
+    """Every page's row for one browser."""
+    rows = []
+    sock: Socket | None = None
+    for name, html in PAGES.items():
+        url = sites.url("live.example.test", "/__fixture/html?body=" + quote(html))
+        if sock is None:
+            sock = await _open(server, browser, url, f"bench-{browser}{tag}")
+        else:
+            await sock.send({"type": "navigate", "url": url})
+        await sock.send({"type": "pointer", "action": "click", "x": 5, "y": 5})  # focus
+        row = Row(browser, name)
+        if name == "still":
+            await sock.quiet()
+            plain = float(sock.last_bytes)
+        else:
+            row.fps, got = await _fps(sock, seconds)
+            plain = float(statistics.median(got or [0]))
+        await _latencies(sock, row, samples, plain)
+        row.sizes = sorted(sock.sizes)
+        row.errors = sum(1 for m in sock.messages if m.get("type") == "error")
+        row.repeats = sock.repeats
+        sock.messages.clear()
+        sock.repeats = 0
+        sock.sizes.clear()
+        rows.append(row)
+    if sock is not None:
+        await sock.ws.close()
+    return rows
 
-    echo = sites.url("live.example.test", "/__fixture/html?body=" + quote(ECHO))
-    await sock.send({"type": "navigate", "url": echo})
-    await sock.send({"type": "pointer", "action": "click", "x": 5, "y": 5})
-    await sock.quiet()
-    latencies = []
-    for _ in range(samples):
-        await sock.quiet()
-        sent = time.perf_counter()
-        await sock.send({"type": "key", "key": "x"})
-        arrived = await asyncio.wait_for(sock.frames.get(), 10)
-        latencies.append((arrived - sent) * 1000)
-    errors = [m for m in sock.messages if m.get("type") == "error"]
-    await sock.ws.close()
-    latencies.sort()
-    return {
-        "fps": fps,
-        "fps_30hz": fps_30hz,
-        "latency_median_ms": statistics.median(latencies),
-        "latency_p90_ms": latencies[int(0.9 * (len(latencies) - 1))],
-        "errors": float(len(errors)),
-        "repeats": float(sock.repeats),
-        "sizes": sizes,
-    }
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} ({os.cpu_count()} cores)"
+
+
+async def _run(args: argparse.Namespace, extra: str, browsers: list[str]) -> list[Row]:
+    sites = start_sites()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            server = Server(Path(tmp) / "data", Path(tmp) / "cache", "chromium")
+            if extra:
+                server.env["SITEKEEP_BROWSER_ARGS"] += " " + extra
+            server.start()
+            try:
+                rows = []
+                for browser in browsers:
+                    rows += await measure(server, browser, args.seconds, args.samples, sites)
+                return rows
+            finally:
+                server.kill()
+                subprocess.run([SITEKEEP, "stop"], env=server.env, capture_output=True, timeout=120)
+                server.http.close()
+    finally:
+        sites.stop()
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--samples", type=int, default=15)
+    parser.add_argument("--samples", type=int, default=10)
     parser.add_argument("--browsers", default="chromium,firefox")
+    parser.add_argument("--ab", default="", help="Chromium arguments to compare (B) with none (A)")
     args = parser.parse_args()
-    sites = start_sites()
-    with tempfile.TemporaryDirectory() as tmp:
-        server = Server(Path(tmp) / "data", Path(tmp) / "cache", "chromium")
-        server.start()
-        try:
-            print(
-                f"live view at {WIDTH}×{HEIGHT}; targets ≥ 20 fps (Chromium), input→frame ≤ 100 ms"
-            )
-            for browser in args.browsers.split(","):
-                result = await measure(server, browser, args.seconds, args.samples, sites)
-                print(
-                    f"{browser:9} {result['fps']:5.1f} fps (rAF page), "
-                    f"{result['fps_30hz']:5.1f} fps (30 Hz page) · input→frame median "
-                    f"{result['latency_median_ms']:5.1f} ms, p90 {result['latency_p90_ms']:5.1f} ms"
-                    f" ({args.samples} keys; {int(result['errors'])} error messages;"
-                    f" {int(result['repeats'])} repeated frames; sizes {result['sizes']})"
-                    + ("" if result["sizes"] == [(WIDTH, HEIGHT)] else " — NOT 1280×800: invalid")
-                )
-        finally:
-            server.kill()
-            subprocess.run([SITEKEEP, "stop"], env=server.env, capture_output=True, timeout=120)
-            server.http.close()
-            sites.stop()
+    print(
+        f"live view at {WIDTH}×{HEIGHT}; targets ≥ {FPS_TARGET:g} fps (Chromium), "
+        f"input→frame median ≤ {LATENCY_TARGET_MS:g} ms · {_load()}"
+    )
+    if args.ab:
+        shlex.split(args.ab)  # fails early on bad quoting
+        a = await _run(args, "", ["chromium"])
+        b = await _run(args, args.ab, ["chromium"])
+        for row_a, row_b in zip(a, b, strict=True):
+            print("A " + row_a.line())
+            print("B " + row_b.line())
+            fps = f"fps B/A {row_b.fps / row_a.fps:4.2f}, " if row_a.fps else ""
+            print(f"  {row_a.page}: {fps}input→frame p50 B/A {row_b.p(0.5) / row_a.p(0.5):4.2f}")
+        print(f"B = A + {args.ab} · {_load()}")
+        return
+    rows = await _run(args, "", args.browsers.split(","))
+    for row in rows:
+        print(row.line())
+    ok = all(row.valid for row in rows)
+    print(("" if ok else "INVALID run (frames not 1280×800) · ") + _load())
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from sitekeep import panes, sitedata
 from sitekeep.auth import TokenInfo
 from sitekeep.errors import InvalidInput, NotFound
 from sitekeep.journal import JournalKey
-from sitekeep.model import Principal, SessionRecord
+from sitekeep.model import Principal, SessionRecord, SiteData
 from sitekeep.secrets import SecretInfo
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ class Admin:
             Forbidden: a member's token.
         """
         self._gate(who, "the admin sessions list")
-        return [await self._row(r) for r in await self._svc.records(who.tenant)]
+        return [self._row(r, s) for r, s in await self._svc.records_with_snapshots(who.tenant)]
 
     async def session(self, who: Principal, key: str) -> dict[str, Any]:
         """One session's row, as in :meth:`sessions`.
@@ -101,10 +101,11 @@ class Admin:
             Forbidden: a member's token. NotFound: no such session in the tenant.
         """
         self._gate(who, "an admin session row")
-        return await self._row(await self._svc._require(who, key))
+        record = await self._svc._require(who, key)
+        return self._row(record, await self._svc._load_snapshot(record.tenant, record.key))
 
-    async def _row(self, record: SessionRecord) -> dict[str, Any]:
-        snapshot = await self._svc._load_snapshot(record.tenant, record.key)
+    @staticmethod
+    def _row(record: SessionRecord, snapshot: SiteData | None) -> dict[str, Any]:
         site_rev = panes.site_data_rev(snapshot, record.history)
         return {
             "key": record.key,

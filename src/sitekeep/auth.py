@@ -5,9 +5,11 @@ database leak gives no usable token. Every facade — the HTTP routes, MCP over 
 CLI — authenticates through :meth:`Authenticator.principal`.
 
 Resolved tokens are remembered for ``cache_seconds`` (30 s), so a read that touches no
-browser costs no database round trip. A revoked token is refused at once by the process
-that revoked it; another replica that resolved it in the last 30 s accepts it until its
-memory of it runs out.
+browser costs no database round trip; unknown ones for ``unknown_seconds`` (5 s), so a
+flood of bad tokens costs no database round trip each either (a token is unknown only
+until it is made, and making one here forgets them all). A revoked token is refused at
+once by the process that revoked it; another replica that resolved it in the last 30 s
+accepts it until its memory of it runs out.
 
 A token is named by its **id**: the first 16 hex digits of its SHA-256 — enough to list
 and revoke it, useless to sign in with.
@@ -101,12 +103,19 @@ class Authenticator:
     """Issues tokens and tells who a token stands for."""
 
     def __init__(
-        self, store: TokenStore, clock: Clock = system_clock, *, cache_seconds: float = 30.0
+        self,
+        store: TokenStore,
+        clock: Clock = system_clock,
+        *,
+        cache_seconds: float = 30.0,
+        unknown_seconds: float = 5.0,
     ) -> None:
         self._store = store
         self._clock = clock
         self._cache_seconds = cache_seconds
+        self._unknown_seconds = unknown_seconds
         self._cache: dict[str, tuple[Principal, float]] = {}
+        self._unknown: dict[str, float] = {}
 
     async def create(self, tenant: str, subject: str, role: Role) -> str:
         """A new token for (tenant, subject, role); the only time it is ever shown.
@@ -118,6 +127,7 @@ class Authenticator:
         _check_name(subject, "subject")
         token = "sk_" + secrets.token_urlsafe(32)
         await self._store.add(TokenRow(hash_token(token), tenant, subject, role, self._clock()))
+        self._unknown.clear()
         return token
 
     async def list(self, tenant: str | None = None) -> list[TokenInfo]:
@@ -153,8 +163,13 @@ class Authenticator:
         now = time.monotonic()
         if cached is not None and cached[1] > now:
             return cached[0]
+        if self._unknown.get(digest, 0.0) > now:
+            return None
         row = await self._store.find(digest)
         if row is None:
+            if len(self._unknown) >= _CACHE_LIMIT:
+                self._unknown.clear()
+            self._unknown[digest] = now + self._unknown_seconds
             return None
         principal = Principal(tenant=row.tenant, subject=row.subject, role=row.role)
         if len(self._cache) >= _CACHE_LIMIT:

@@ -12,10 +12,14 @@ and its owner; only its SHA-256 is stored. It travels in the socket's first mess
 in a URL (URLs are logged).
 
 :class:`Relay` pumps one socket: frames out as binary JPEG messages, JSON messages both
-ways (:mod:`sitekeep.browser.screencast` has the input messages). Frames never queue: at
-most :data:`HIGH_WATER` are in flight unacknowledged (each drawn frame is acked), one more
-waits in a one-slot mailbox that a newer frame replaces (newest wins), and no frame is
-captured while the client is that far behind — the rate follows the client. Unchanged
+ways (:mod:`sitekeep.browser.screencast` has the input messages). Before its first frame
+it sets the tab's viewport to :data:`SIZE` (``resize`` messages change it), and every
+frame it sends has the size last set: a capture of another size is dropped, and one taken
+after the viewport was set means the browser lost it, so it is set again. Frames never
+queue: at most :data:`HIGH_WATER` are in flight unacknowledged (each drawn frame is
+acked), one more waits in a one-slot mailbox that a newer frame replaces (newest wins),
+and no frame is captured while the client is that far behind — the rate follows the
+client. Unchanged
 frames are skipped, and an idle page is captured less and less often until input or a
 change wakes it. Server messages other than frames (``ready``, ``page``, ``viewport``,
 ``error``, ``closed``) are queued without a bound and never dropped; so is input, which
@@ -52,7 +56,15 @@ from sitekeep.model import Principal
 if TYPE_CHECKING:
     from sitekeep.service import Service
 
-__all__ = ["HIGH_WATER", "PIPELINE", "TICKET_TTL", "LiveSession", "LiveSessions", "Relay"]
+__all__ = [
+    "HIGH_WATER",
+    "PIPELINE",
+    "SIZE",
+    "TICKET_TTL",
+    "LiveSession",
+    "LiveSessions",
+    "Relay",
+]
 
 TICKET_TTL = 30.0
 """Seconds a ticket can be redeemed."""
@@ -65,6 +77,11 @@ three in flight took it from 10.7 to 17.2 fps at 1280×800; Firefox answers in ~
 slows when they overlap (38 → 26.5 fps) — ``bench/liveview.py``, load 4–7."""
 IDLE_MAX = 0.25
 """The longest pause, seconds, between two captures of a page that does not change."""
+SIZE = (1280, 800)
+"""The viewport, CSS pixels, a live socket sets before its first frame (then ``resize``
+messages change it): the browsers' window is that size too, but a window is not a
+viewport — a headless window's viewport can be smaller than the window (its frames
+then came out 1280×657), and a browser started again has lost any ``setViewport``."""
 WATCH_EVERY = 0.5
 """Seconds between two checks of the live record and of the page's URL and title."""
 
@@ -276,8 +293,11 @@ class Relay:
         self._send_bytes = send_bytes
         self._receive = receive
         self._control: deque[dict[str, Any]] = deque()
-        self._frame: str | None = None
+        self._frame: bytes | None = None
         self._last: str | None = None
+        self._size = SIZE  # the viewport asked for: every frame sent has this size
+        self._pinned = 0  # captures started up to here may predate the last setViewport
+        self._repinning = False
         self._in_flight = 0
         self._wake = asyncio.Event()  # the sender has something
         self._room = asyncio.Event()  # the client can take a frame
@@ -303,7 +323,12 @@ class Relay:
 
     async def run(self) -> None:
         """Pump until the client leaves or the live session is over."""
-        width, height = await screencast.viewport(self._browser)
+        try:
+            async with self._svc.session_held(self._who.tenant, self._live.key):
+                await screencast.set_viewport(self._browser, *self._size)
+        except SitekeepError:  # busy, say: the first frame of another size asks again
+            pass
+        width, height = self._size
         page = await self._browser.page_info()
         self._say(
             {
@@ -352,7 +377,7 @@ class Relay:
                 self._in_flight += 1
                 if self._in_flight >= HIGH_WATER:
                     self._room.clear()
-                await self._send_bytes(screencast.decode(data))
+                await self._send_bytes(data)
                 self.frames += 1
 
     async def _capturer(self, *, lead: bool = True) -> None:
@@ -380,7 +405,12 @@ class Relay:
                 continue  # a capture started later already answered: it is newer
             self._shown = number
             if data != self._last:
-                self._last = self._frame = data  # an unsent older frame is replaced
+                frame = screencast.decode(data)
+                if screencast.jpeg_size(frame) != self._size:
+                    self._resized(number)
+                    continue
+                self._last = data
+                self._frame = frame  # an unsent older frame is replaced
                 self._wake.set()
                 self._changing.set()
                 self._still = 0
@@ -395,6 +425,16 @@ class Relay:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(IDLE_MAX, 0.02 * idle)):
                     await self._kick.wait()
+
+    def _resized(self, number: int) -> None:
+        """A capture was not the size asked for: one taken before the last
+        ``setViewport`` is dropped; a later one means the viewport was lost (the browser
+        started again, the window changed it), so it is set again — through the input
+        queue, under the session's lock like any input."""
+        if number > self._pinned and not self._repinning:
+            self._repinning = True
+            width, height = self._size
+            self._inputs.put_nowait(screencast.Resize(type="resize", width=width, height=height))
 
     async def _receiver(self) -> None:
         while True:
@@ -435,6 +475,13 @@ class Relay:
 
     async def _apply(self, message: Any) -> None:
         try:
+            await self._apply_one(message)
+        finally:
+            if isinstance(message, screencast.Resize):
+                self._repinning = False  # a capture of the wrong size after this asks again
+
+    async def _apply_one(self, message: Any) -> None:
+        try:
             done = await screencast.apply(
                 self._browser, message, own_origins=self._svc.own_origins()
             )
@@ -450,6 +497,9 @@ class Relay:
             self._page = done
             self._say({"type": "page", "url": done.url, "title": done.title})
         elif isinstance(done, tuple):
+            self._size = done
+            self._pinned = self._started
+            self._repinning = False
             self._say({"type": "viewport", "width": done[0], "height": done[1]})
 
     async def _watcher(self) -> None:

@@ -86,7 +86,7 @@ from sitekeep.profiles import Profiles
 from sitekeep.proxies import Proxies
 from sitekeep.secrets import SecretInfo
 from sitekeep.stores import SessionLocks, SessionStore
-from sitekeep.stores.base import ClosedReason, Run, RunLedger
+from sitekeep.stores.base import ClosedReason, Run, RunLedger, Versioned
 from sitekeep.stores.cipher import Cipher
 from sitekeep.vault import Vault
 
@@ -630,7 +630,33 @@ class Seam:
 
     async def load(self, tenant: str, key: str) -> SessionRecord | None:
         """The record, or None; inside a seam, its revision is kept for :meth:`put`."""
-        found = await self.store.read(self.record_key(tenant, key))
+        return self._record_of(tenant, key, await self.store.read(self.record_key(tenant, key)))
+
+    async def load_many(self, tenant: str, keys: Sequence[str]) -> list[SessionRecord | None]:
+        """:meth:`load` of each key, in one store round trip."""
+        found = await self.store.read_many([self.record_key(tenant, key) for key in keys])
+        return [self._record_of(tenant, k, f) for k, f in zip(keys, found, strict=True)]
+
+    async def load_with_snapshots(
+        self, tenant: str, keys: Sequence[str]
+    ) -> list[tuple[SessionRecord | None, SiteData | None]]:
+        """:meth:`load` and :meth:`load_snapshot` of each key, all in one store round trip
+        (no snapshot is opened without its record)."""
+        found = await self.store.read_many(
+            [self.record_key(tenant, k) for k in keys]
+            + [self.snapshot_key(tenant, k) for k in keys]
+        )
+        pairs: list[tuple[SessionRecord | None, SiteData | None]] = []
+        for key, item, sealed in zip(keys, found, found[len(keys) :], strict=False):
+            record = self._record_of(tenant, key, item)
+            if record is None or sealed is None:
+                pairs.append((record, None))
+            else:
+                pairs.append((record, self._snapshot_of(tenant, key, sealed.value)))
+        return pairs
+
+    @staticmethod
+    def _record_of(tenant: str, key: str, found: Versioned | None) -> SessionRecord | None:
         revisions = _REVISIONS.get()
         if revisions is not None:
             revisions[(tenant, key)] = found.revision if found else 0
@@ -676,8 +702,9 @@ class Seam:
 
     async def load_snapshot(self, tenant: str, key: str) -> SiteData | None:
         sealed = await self.store.get(self.snapshot_key(tenant, key))
-        if sealed is None:
-            return None
+        return None if sealed is None else self._snapshot_of(tenant, key, sealed)
+
+    def _snapshot_of(self, tenant: str, key: str, sealed: bytes) -> SiteData:
         plain = self.cipher.open(sealed, tenant=tenant, kind="site-data", ident=key)
         return load_site_data(plain)
 

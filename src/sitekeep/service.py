@@ -139,7 +139,7 @@ class Stores:
     async def aclose(self) -> None:
         await self.locks.aclose()
         await self.sessions.aclose()
-        self.database.dispose()
+        await self.database.aclose()
 
 
 class Service:
@@ -650,12 +650,14 @@ class Service:
         Returns:
             ``{key, url, title, browser: {kind, live}, site_data: {saved_at, hosts}}``.
         """
-        record = await self._require(who, key)
+        # The record and the snapshot in one store round trip (the hot read, SPEC §16).
+        [(record, snapshot)] = await self.seam.load_with_snapshots(who.tenant, [check_key(key)])
+        if record is None:
+            raise NotFound("session", key)
         live = await self._live(record)
         page = await live.page_info() if live is not None else None
         url = page.url if page else record.url
         withheld = url is not None and await self.seam.holds_secret(who.tenant, record, url)
-        snapshot = await self._load_snapshot(who.tenant, key)
         masker = await self.seam.masker(who.tenant, record)
         return well_formed(
             masker.value(
@@ -732,13 +734,32 @@ class Service:
 
     async def records(self, tenant: str) -> list[SessionRecord]:
         """Every session record of ``tenant``, most recently used first."""
-        records = []
-        for store_key in await self._store.keys(self._record_key(tenant, "")):
-            record = await self._load(tenant, store_key.rsplit("/", 1)[-1])
-            if record is not None and record.tenant == tenant:
-                records.append(record)
+        keys = await self._keys_of(tenant)
+        records = [
+            record
+            for record in await self.seam.load_many(tenant, keys)  # one round trip, not N
+            if record is not None and record.tenant == tenant
+        ]
         records.sort(key=lambda r: r.last_used_at, reverse=True)
         return records
+
+    async def records_with_snapshots(
+        self, tenant: str
+    ) -> list[tuple[SessionRecord, SiteData | None]]:
+        """:meth:`records`, each with its snapshot (None without one): two store round
+        trips whatever the number of sessions."""
+        pairs = [
+            (record, snapshot)
+            for record, snapshot in await self.seam.load_with_snapshots(
+                tenant, await self._keys_of(tenant)
+            )
+            if record is not None and record.tenant == tenant
+        ]
+        pairs.sort(key=lambda pair: pair[0].last_used_at, reverse=True)
+        return pairs
+
+    async def _keys_of(self, tenant: str) -> list[str]:
+        return [k.rsplit("/", 1)[-1] for k in await self._store.keys(self._record_key(tenant, ""))]
 
     async def _session_row(self, who: Principal, record: SessionRecord) -> dict[str, Any]:
         url = record.url

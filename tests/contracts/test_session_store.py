@@ -182,6 +182,26 @@ async def test_delete_counts_a_key_named_twice_once(store: SessionStore) -> None
     assert await store.get("sess:a") is None
 
 
+async def test_read_many_answers_each_key_in_order_as_read_does(
+    store: SessionStore, clock: FakeClock
+) -> None:
+    await store.set("sess:a", b"\x00a", ttl=10)
+    await store.set("sess:b", b"b")
+    await store.set("sess:b", b"b2")
+    await store.set("sess:gone", b"x", ttl=1)
+    clock.advance(5)
+    keys = ["sess:b", "sess:missing", "sess:a", "sess:gone", "sess:b"]
+    assert await store.read_many(keys) == [await store.read(k) for k in keys]
+    assert await store.read_many(keys) == [
+        Versioned(b"b2", 2),
+        None,
+        Versioned(b"\x00a", 1),
+        None,
+        Versioned(b"b2", 2),
+    ]
+    assert await store.read_many([]) == []
+
+
 # --- revisions: a writer never overwrites what another wrote since it read -----------------
 
 

@@ -98,6 +98,30 @@ async def test_a_resolved_token_is_remembered_so_reads_skip_the_database(
     assert await Authenticator(store).resolve(token) is None  # a new replica asks the store
 
 
+async def test_an_unknown_token_is_remembered_briefly_and_forgotten_when_one_is_made(
+    database: Database,
+) -> None:
+    store = SqlTokenStore(database)
+    asked: list[str] = []
+
+    class Counting:
+        def __getattr__(self, name: str) -> object:
+            return getattr(store, name)
+
+        async def find(self, token_hash: str) -> TokenRow | None:
+            asked.append(token_hash)
+            return await store.find(token_hash)
+
+    auth = Authenticator(Counting())  # type: ignore[arg-type]
+    for _ in range(3):
+        with pytest.raises(Unauthorized):
+            await auth.principal("Bearer sk_unknown")
+    assert asked == [hash_token("sk_unknown")]  # one database trip for three refusals
+    await auth.create("t1", "agent", "member")
+    assert await auth.resolve("sk_unknown") is None
+    assert len(asked) == 2  # making a token forgot the unknown ones
+
+
 async def test_tokens_are_listed_by_tenant_and_deleted_by_hash(database: Database) -> None:
     store = SqlTokenStore(database)
     rows = [

@@ -15,7 +15,9 @@ from typing import Any, cast
 import pytest
 
 from sitekeep.browser.live import LiveBrowser, PageInfo
-from sitekeep.live import HIGH_WATER, LiveSession, Relay
+from sitekeep.browser.screencast import jpeg_size
+from sitekeep.errors import SessionBusy
+from sitekeep.live import HIGH_WATER, SIZE, LiveSession, Relay
 from sitekeep.model import Principal
 from sitekeep.service import Service
 
@@ -23,6 +25,18 @@ pytestmark = pytest.mark.anyio
 
 WHO = Principal("t1", "person", "member")
 LIVE = LiveSession("0123456789abcdef", "s1", "t1", "person", 0.0, 1e12)
+
+
+def picture(tag: bytes, size: tuple[int, int] = SIZE) -> bytes:
+    """A JPEG's start (SOI, then a baseline SOF0 of ``size``) followed by ``tag``."""
+    width, height = size
+    sof = b"\xff\xc0\x00\x11\x08" + height.to_bytes(2, "big") + width.to_bytes(2, "big")
+    return b"\xff\xd8" + sof + b"\x03" + bytes(9) + tag
+
+
+def tag(frame: bytes) -> bytes:
+    """What :func:`picture` was given."""
+    return frame[len(picture(b"")) :]
 
 
 @dataclass
@@ -33,15 +47,30 @@ class FakeConn:
     still: bool = False
     shots: int = 0
     sent: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    size: tuple[int, int] = (1280, 657)
+    """The viewport: the window's until ``setViewport`` sets it."""
+    viewport_at: list[int] = field(default_factory=list)
+    """Captures taken before each ``setViewport``."""
 
     async def send(self, method: str, params: dict[str, Any] | None = None, **_: Any) -> Any:
         await asyncio.sleep(0)
         if method == "browsingContext.captureScreenshot":
             self.shots += 1
-            picture = b"same" if self.still else f"frame-{self.shots}".encode()
-            return {"data": base64.b64encode(picture).decode()}
+            return self.shot(self.shots)
+        if method == "browsingContext.setViewport":
+            assert params is not None
+            self.size = (params["viewport"]["width"], params["viewport"]["height"])
+            self.viewport_at.append(self.shots)
         self.sent.append((method, params or {}))
         return {}
+
+    def shot(self, number: int) -> dict[str, Any]:
+        frame = picture(b"same" if self.still else f"frame-{number}".encode(), self.size)
+        return {"data": base64.b64encode(frame).decode()}
+
+    def inputs(self) -> list[tuple[str, dict[str, Any]]]:
+        """What was sent but the viewport."""
+        return [(m, p) for m, p in self.sent if m != "browsingContext.setViewport"]
 
 
 @dataclass
@@ -61,10 +90,15 @@ class FakeBrowser:
 class FakeService:
     held: list[str] = field(default_factory=list)
     inside: bool = False
+    busy: int = 0
+    """Holds that fail (SessionBusy) before one succeeds."""
     settings: Any = field(default_factory=lambda: type("Settings", (), {"live_captures": 1})())
 
     @contextlib.asynccontextmanager
     async def _hold(self, key: str) -> AsyncIterator[None]:
+        if self.busy:
+            self.busy -= 1
+            raise SessionBusy(0.1)
         self.held.append(key)
         self.inside = True
         try:
@@ -117,10 +151,11 @@ async def run_relay(
     conn: FakeConn | None = None,
     kind: str = "chromium",
     captures: int | None = 1,
+    busy: int = 0,
 ) -> tuple[Client, FakeConn, FakeService, asyncio.Task[None]]:
     """A relay on a fake socket of ``kind``; ``captures`` is ``live_captures`` (None: per
-    browser kind)."""
-    client, svc = Client(), FakeService()
+    browser kind); the session's lock is not had ``busy`` times first."""
+    client, svc = Client(), FakeService(busy=busy)
     conn = conn if conn is not None else FakeConn(still=still)
     svc.settings = type("Settings", (), {"live_captures": captures})()
     browser = FakeBrowser(conn, ref=type("Ref", (), {"kind": kind})())
@@ -146,7 +181,7 @@ async def test_frames_stop_at_the_high_water_mark_until_acked_then_the_newest_co
     assert conn.shots <= shots + 1  # ...and nothing more captured than the one slot
     await client.inbox.put('{"type": "ack"}')
     await until(lambda: len(client.frames) == HIGH_WATER + 1)
-    newest = int(client.frames[-1].removeprefix(b"frame-"))
+    newest = int(tag(client.frames[-1]).removeprefix(b"frame-"))
     assert newest > HIGH_WATER  # a frame captured after the ack, not an old queued one
     assert client.messages[0]["type"] == "ready" and client.messages[0]["width"] == 1280
     task.cancel()
@@ -155,7 +190,7 @@ async def test_frames_stop_at_the_high_water_mark_until_acked_then_the_newest_co
 async def test_an_unchanged_page_sends_one_frame() -> None:
     client, conn, _, task = await run_relay(still=True)
     await until(lambda: conn.shots >= 5)
-    assert client.frames == [b"same"]
+    assert [tag(f) for f in client.frames] == [b"same"]
     task.cancel()
 
 
@@ -175,10 +210,11 @@ async def test_input_runs_in_order_under_the_session_lock_and_errors_pass_when_f
     await until(lambda: len([m for m in client.messages if m["type"] == "error"]) == 3)
     errors = [m["error"] for m in client.messages if m["type"] == "error"]
     assert sorted(e.get("field") for e in errors) == ["type", "url", "width"]
-    await until(lambda: len(conn.sent) == 2)
-    assert [m for m, _ in conn.sent] == ["input.performActions", "input.performActions"]
-    assert conn.sent[0][1]["actions"][0]["id"] == "live-mouse"
-    assert [a["value"] for a in conn.sent[1][1]["actions"][0]["actions"]] == ["h", "h", "i", "i"]
+    await until(lambda: len(conn.inputs()) == 2)
+    sent = conn.inputs()
+    assert [m for m, _ in sent] == ["input.performActions", "input.performActions"]
+    assert sent[0][1]["actions"][0]["id"] == "live-mouse"
+    assert [a["value"] for a in sent[1][1]["actions"][0]["actions"]] == ["h", "h", "i", "i"]
     assert svc.held and set(svc.held) == {"t1/s1"}
     task.cancel()
 
@@ -202,8 +238,7 @@ class SlowOddConn(FakeConn):
             await asyncio.sleep(self.slow if number % 2 else 0.001)
         finally:
             self.in_flight -= 1
-        picture = b"same" if self.still else f"frame-{number}".encode()
-        return {"data": base64.b64encode(picture).decode()}
+        return self.shot(number)
 
 
 @pytest.mark.parametrize(("kind", "loops"), [("chromium", 3), ("firefox", 1)])
@@ -221,7 +256,7 @@ async def test_captures_overlap_per_browser_and_a_late_older_answer_never_shows(
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-    numbers = [int(f.removeprefix(b"frame-")) for f in client.frames]
+    numbers = [int(tag(f).removeprefix(b"frame-")) for f in client.frames]
     assert numbers == sorted(set(numbers))  # in order, each once: no older answer after a newer
     assert conn.most == loops
 
@@ -237,3 +272,52 @@ async def test_a_still_page_is_captured_by_one_loop_only() -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await task
     assert len(client.frames) == 1 and conn.most == 1
+
+
+async def test_the_viewport_is_set_before_the_first_frame_and_every_frame_has_its_size() -> None:
+    client, conn, _, task = await run_relay()
+    await until(lambda: len(client.frames) == HIGH_WATER)
+    assert conn.sent[0] == (
+        "browsingContext.setViewport",
+        {"context": "ctx", "viewport": {"width": 1280, "height": 800}, "devicePixelRatio": 1},
+    )
+    assert conn.viewport_at == [0]  # before any capture
+    ready = client.messages[0]
+    assert (ready["type"], ready["width"], ready["height"]) == ("ready", 1280, 800)
+    conn.size = (1280, 657)  # the browser lost the viewport (started again, say)
+    for _ in range(HIGH_WATER):
+        await client.inbox.put('{"type": "ack"}')
+    await until(lambda: len(client.frames) == 2 * HIGH_WATER)
+    task.cancel()
+    assert {jpeg_size(f) for f in client.frames} == {SIZE}  # none of 1280×657 was sent
+    assert [m for m, _ in conn.sent].count("browsingContext.setViewport") == 2
+
+
+async def test_after_a_resize_frames_have_the_new_size() -> None:
+    client, conn, _, task = await run_relay()
+    await until(lambda: len(client.frames) == HIGH_WATER)
+    await client.inbox.put('{"type": "resize", "width": 640, "height": 480}')
+    for _ in range(HIGH_WATER):
+        await client.inbox.put('{"type": "ack"}')
+    await until(lambda: any(m["type"] == "viewport" for m in client.messages))
+    sent = len(client.frames)
+    for _ in range(HIGH_WATER):
+        await client.inbox.put('{"type": "ack"}')
+    await until(lambda: len(client.frames) >= sent + HIGH_WATER)
+    task.cancel()
+    assert {jpeg_size(f) for f in client.frames[sent:]} == {(640, 480)}
+    assert [m for m, _ in conn.sent].count("browsingContext.setViewport") == 2
+
+
+def test_jpeg_size_reads_the_frame_header() -> None:
+    assert jpeg_size(picture(b"x", (2560, 1600))) == (2560, 1600)
+    assert jpeg_size(b"not a jpeg at all") == (0, 0)
+
+
+async def test_a_session_busy_at_the_start_still_shows_only_frames_of_the_size_asked() -> None:
+    client, conn, _, task = await run_relay(busy=1)
+    await until(lambda: len(client.frames) == HIGH_WATER)
+    task.cancel()
+    assert conn.viewport_at and conn.viewport_at[0] > 0  # set once a frame was the window's
+    assert {jpeg_size(f) for f in client.frames} == {SIZE}
+    assert client.messages[0]["type"] == "ready"

@@ -45,8 +45,10 @@ __all__ = [
     "apply",
     "capture",
     "decode",
+    "jpeg_size",
     "parse",
     "perform_params",
+    "set_viewport",
     "viewport",
 ]
 
@@ -212,10 +214,7 @@ async def apply(
         url = check_url(message.url, own_origins=list(own_origins))
         return await browser.navigate(url)
     if isinstance(message, Resize):
-        size = {"width": message.width, "height": message.height}
-        await browser.conn.send(
-            "browsingContext.setViewport", {"context": browser.context, "viewport": size}
-        )
+        await set_viewport(browser, message.width, message.height)
         return message.width, message.height
     await browser.conn.send(
         "input.performActions",
@@ -237,6 +236,32 @@ async def capture(browser: LiveBrowser) -> str:
 def decode(data: str) -> bytes:
     """A captured frame's bytes."""
     return base64.b64decode(data)
+
+
+def jpeg_size(data: bytes) -> tuple[int, int]:
+    """A JPEG's (width, height) in pixels from its first SOFn marker (ITU-T T.81
+    §B.2.2), or (0, 0) when it has none (not a JPEG, or cut short)."""
+    i = 2
+    while i + 9 < len(data) and data[i] == 0xFF:
+        marker, length = data[i + 1], int.from_bytes(data[i + 2 : i + 4], "big")
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            height = int.from_bytes(data[i + 5 : i + 7], "big")
+            return int.from_bytes(data[i + 7 : i + 9], "big"), height
+        i += 2 + length
+    return (0, 0)
+
+
+async def set_viewport(browser: LiveBrowser, width: int, height: int) -> None:
+    """``browsingContext.setViewport`` of the main tab to ``width``×``height`` CSS pixels
+    at a device pixel ratio of 1, so a frame has as many pixels as the viewport has CSS
+    pixels (the coordinates input messages use). Bounds are the caller's (:data:`WIDTHS`,
+    :data:`HEIGHTS`)."""
+    params = {
+        "context": browser.context,
+        "viewport": {"width": width, "height": height},
+        "devicePixelRatio": 1,
+    }
+    await browser.conn.send("browsingContext.setViewport", params)
 
 
 async def viewport(browser: LiveBrowser) -> tuple[int, int]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -73,6 +73,11 @@ class SessionStore(Protocol):
 
     async def read(self, key: str) -> Versioned | None:
         """The value and its revision, or None when absent or expired."""
+        ...
+
+    async def read_many(self, keys: Sequence[str]) -> list[Versioned | None]:
+        """:meth:`read` of each key, in order, in one round trip (a list of N sessions
+        costs one read, not N)."""
         ...
 
     async def set(self, key: str, value: bytes, *, ttl: float | None = None) -> None:

@@ -16,8 +16,10 @@ renamed under a lock, so a crash leaves the old file or the new one, never half 
 ``SITEKEEP_MASTER_KEY`` may list several keys, comma-separated, the last one sealing.
 
 A :class:`Cipher` made from a :class:`KeyFile` notices a key another process added (one
-``stat`` per seal): every process seals under the newest key soon after a rotation, and
-opens envelopes sealed under it. :meth:`Cipher.reseal` moves one envelope to the newest key;
+``stat`` per seal, and per open of an envelope naming a key it does not know yet): every
+process seals under the newest key soon after a rotation, and opens envelopes sealed under
+it. Opening under a key it knows costs no ``stat`` (a hot read opens a snapshot on every
+call). :meth:`Cipher.reseal` moves one envelope to the newest key;
 a key is retired only once no envelope names it (the store-wide pass, ``sitekeep keys
 rotate``, belongs with the stores).
 """
@@ -381,7 +383,7 @@ class Cipher:
         """
         try:
             parsed = json.loads(envelope)
-            key = self._keys().key(parsed["kid"])
+            key = self._ring.key(parsed["kid"]) or self._keys().key(parsed["kid"])
             if key is None:
                 raise KeyError(parsed["kid"])
             nonce = base64.b64decode(parsed["nonce"])

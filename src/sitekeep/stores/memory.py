@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sitekeep.stores.base import Clock, Versioned, system_clock
 
 __all__ = ["MemoryStore"]
@@ -31,6 +33,9 @@ class MemoryStore:
     async def read(self, key: str) -> Versioned | None:
         item = self._live(key)
         return Versioned(item[0], item[2]) if item else None
+
+    async def read_many(self, keys: Sequence[str]) -> list[Versioned | None]:
+        return [await self.read(key) for key in keys]
 
     async def set(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
         item = self._live(key)

@@ -79,7 +79,7 @@ class SqlProfileStore:
             row = found.first()
             return _profile(row) if row else None
 
-        return await self._db.run(_PROFILES, read, write=False)
+        return await self._db.read(_PROFILES, read)
 
     async def list(self, tenant: str | None) -> builtins.list[ProfileRow]:
         def read(conn: sa.Connection) -> builtins.list[ProfileRow]:
@@ -89,7 +89,7 @@ class SqlProfileStore:
             rows = [_profile(r) for r in conn.execute(query).all()]
             return sorted(rows, key=lambda r: (r.tenant, r.name, r.id))
 
-        return await self._db.run(_PROFILES, read, write=False)
+        return await self._db.read(_PROFILES, read)
 
     async def delete(self, tenant: str, ident: str) -> bool:
         def remove(conn: sa.Connection) -> bool:
@@ -146,14 +146,14 @@ class SqlProxyStore:
             row = conn.execute(sa.select(proxies).where(*_proxy_where(tenant, name))).first()
             return _proxy(row) if row else None
 
-        return await self._db.run(_PROXIES, read, write=False)
+        return await self._db.read(_PROXIES, read)
 
     async def list(self, tenant: str) -> builtins.list[ProxyRow]:
         def read(conn: sa.Connection) -> builtins.list[ProxyRow]:
             rows = conn.execute(sa.select(proxies).where(proxies.c.tenant == tenant)).all()
             return sorted((_proxy(r) for r in rows), key=lambda r: r.name)
 
-        return await self._db.run(_PROXIES, read, write=False)
+        return await self._db.read(_PROXIES, read)
 
     async def delete(self, tenant: str, name: str) -> bool:
         def remove(conn: sa.Connection) -> bool:

@@ -16,7 +16,7 @@ reconnects.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from redis.asyncio import Redis
@@ -111,6 +111,21 @@ class RedisStore:
         if not self._live(fields):
             return None
         return Versioned(bytes(fields[0]), int(fields[1] or 0))
+
+    async def read_many(self, keys: Sequence[str]) -> list[Versioned | None]:
+        if not keys:
+            return []
+
+        async def read() -> list[Any]:
+            async with self._client.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.hmget(self._prefix + key, ["v", "r", "x"])
+                return list(await pipe.execute())
+
+        return [
+            Versioned(bytes(f[0]), int(f[1] or 0)) if self._live(f) else None
+            for f in await self._call(read)
+        ]
 
     def _args(self, value: bytes, ttl: float | None, expected: str) -> list[bytes | str | int]:
         now = self._clock()

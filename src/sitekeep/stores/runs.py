@@ -38,6 +38,18 @@ def _run(row: Any) -> Run:
     )
 
 
+def _list(by_tenant: bool, open_only: bool) -> sa.Select[Any]:
+    query = sa.select(runs).order_by(runs.c.opened_at.desc(), runs.c.id)
+    query = query.limit(sa.bindparam("limit", type_=sa.Integer))
+    if by_tenant:
+        query = query.where(runs.c.tenant == sa.bindparam("tenant"))
+    return query.where(_OPEN) if open_only else query
+
+
+_LISTS = {(t, o): _list(t, o) for t in (False, True) for o in (False, True)}
+"""The ledger's lists, built once (building one per call was a third of a call's cost)."""
+
+
 class SqlRunLedger:
     """The ``runs`` table; see ``RunLedger`` for the contract."""
 
@@ -106,16 +118,13 @@ class SqlRunLedger:
             rows = conn.execute(sa.select(runs).where(_OPEN).order_by(runs.c.opened_at))
             return [_run(r) for r in rows]
 
-        return await self._db.run(_WHAT, read, write=False)
+        return await self._db.read(_WHAT, read)
 
     async def list(self, tenant: str | None, *, open_only: bool, limit: int) -> builtins.list[Run]:
-        query = sa.select(runs).order_by(runs.c.opened_at.desc(), runs.c.id).limit(limit)
-        if tenant is not None:
-            query = query.where(runs.c.tenant == tenant)
-        if open_only:
-            query = query.where(_OPEN)
+        query = _LISTS[(tenant is not None, open_only)]
+        params = {"tenant": tenant, "limit": limit}
 
         def read(conn: sa.Connection) -> builtins.list[Run]:
-            return [_run(r) for r in conn.execute(query)]
+            return [_run(r) for r in conn.execute(query, params)]
 
-        return await self._db.run(_WHAT, read, write=False)
+        return await self._db.read(_WHAT, read)

@@ -47,6 +47,10 @@ _COLUMNS = (
 )
 
 
+_LIST = sa.select(*_COLUMNS).where(secrets.c.tenant == sa.bindparam("tenant"))
+"""A tenant's secrets, built once (building it per call was a third of a list's cost)."""
+
+
 def _where(tenant: str, name: str) -> tuple[sa.ColumnElement[bool], ...]:
     return (secrets.c.tenant == tenant, secrets.c.name == name)
 
@@ -79,14 +83,14 @@ class SqlSecretStore:
             row = conn.execute(sa.select(*_COLUMNS).where(*_where(tenant, name))).first()
             return _row(row) if row else None
 
-        return await self._db.run(_WHAT, read, write=False)
+        return await self._db.read(_WHAT, read)
 
     async def list(self, tenant: str) -> builtins.list[SecretRow]:
         def read(conn: sa.Connection) -> builtins.list[SecretRow]:
-            rows = conn.execute(sa.select(*_COLUMNS).where(secrets.c.tenant == tenant)).all()
+            rows = conn.execute(_LIST, {"tenant": tenant}).all()
             return sorted((_row(r) for r in rows), key=lambda r: r.name)
 
-        return await self._db.run(_WHAT, read, write=False)
+        return await self._db.read(_WHAT, read)
 
     async def delete(self, tenant: str, name: str) -> bool:
         def remove(conn: sa.Connection) -> bool:
@@ -99,7 +103,7 @@ class SqlSecretStore:
             rows = conn.execute(sa.select(*_COLUMNS)).all()
             return sorted((_row(r) for r in rows), key=lambda r: (r.tenant, r.name))
 
-        return await self._db.run(_WHAT, read, write=False)
+        return await self._db.read(_WHAT, read)
 
     async def swap_sealed(self, tenant: str, name: str, old: bytes, new: bytes) -> bool:
         def swap(conn: sa.Connection) -> bool:

@@ -9,6 +9,8 @@ first), so it is atomic on both dialects.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
@@ -24,6 +26,16 @@ _READ = sa.select(kv.c.value, kv.c.revision).where(
     sa.or_(kv.c.expires_at.is_(None), kv.c.expires_at > sa.bindparam("now")),
 )
 """The hot read, built once (half its cost is building a statement each call)."""
+# substr, not LIKE: SQLite's LIKE ignores ASCII case, and tenants differ by case.
+_KEYS = sa.select(kv.c.key).where(
+    sa.func.substr(kv.c.key, 1, sa.bindparam("length", type_=sa.Integer))
+    == sa.bindparam("prefix", type_=sa.String),
+    sa.or_(kv.c.expires_at.is_(None), kv.c.expires_at > sa.bindparam("now")),
+)
+_READ_MANY = sa.select(kv.c.key, kv.c.value, kv.c.revision).where(
+    kv.c.key.in_(sa.bindparam("keys", expanding=True)),
+    sa.or_(kv.c.expires_at.is_(None), kv.c.expires_at > sa.bindparam("now")),
+)
 
 
 class SqlStore:
@@ -48,7 +60,17 @@ class SqlStore:
             row = conn.execute(_READ, {"key": key, "now": self._clock()}).first()
             return Versioned(bytes(row.value), int(row.revision)) if row else None
 
-        return await self._db.run(_WHAT, read, write=False)
+        return await self._db.read(_WHAT, read)
+
+    async def read_many(self, keys: Sequence[str]) -> list[Versioned | None]:
+        wanted = list(dict.fromkeys(keys))
+
+        def read(conn: sa.Connection) -> dict[str, Versioned]:
+            rows = conn.execute(_READ_MANY, {"keys": wanted, "now": self._clock()})
+            return {r.key: Versioned(bytes(r.value), int(r.revision)) for r in rows}
+
+        found = await self._db.read(_WHAT, read) if wanted else {}
+        return [found.get(key) for key in keys]
 
     async def set(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
         expires = self._expiry(ttl)
@@ -127,14 +149,13 @@ class SqlStore:
         return await self._db.run(_WHAT, move, write=True)
 
     async def keys(self, prefix: str) -> list[str]:
-        # substr, not LIKE: SQLite's LIKE ignores ASCII case, and tenants differ by case.
-        head = sa.func.substr(kv.c.key, 1, len(prefix))
+        params = {"prefix": prefix, "length": len(prefix), "now": self._clock()}
 
         def scan(conn: sa.Connection) -> list[str]:
-            rows = conn.execute(sa.select(kv.c.key).where(head == prefix, self._alive()))
+            rows = conn.execute(_KEYS, params)
             return sorted(r[0] for r in rows)  # code-point order, whatever the collation
 
-        return await self._db.run(_WHAT, scan, write=False)
+        return await self._db.read(_WHAT, scan)
 
     async def aclose(self) -> None:
-        self._db.dispose()
+        await self._db.aclose()

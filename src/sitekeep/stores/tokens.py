@@ -39,15 +39,13 @@ class SqlTokenStore:
             row = conn.execute(sa.select(tokens).where(tokens.c.token_hash == token_hash)).first()
             return None if row is None else _row(row)
 
-        return await self._db.run(_WHAT, read, write=False)
+        return await self._db.read(_WHAT, read)
 
     async def list(self, tenant: str | None) -> list[TokenRow]:
         query = sa.select(tokens).order_by(tokens.c.created_at, tokens.c.token_hash)
         if tenant is not None:
             query = query.where(tokens.c.tenant == tenant)
-        return await self._db.run(
-            _WHAT, lambda conn: [_row(r) for r in conn.execute(query)], write=False
-        )
+        return await self._db.read(_WHAT, lambda conn: [_row(r) for r in conn.execute(query)])
 
     async def delete(self, token_hash: str) -> bool:
         def remove(conn: sa.Connection) -> bool:
