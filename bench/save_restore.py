@@ -120,6 +120,8 @@ WHO = Principal("bench", "bench")
 POOL_IDLE = 1.0
 """Seconds a pooled browser idles before it is taken (opens are seconds apart)."""
 KEYS_PER_ORIGIN = 10
+OPS = frozenset({"save", "restore", "cold", "open"})
+"""What ``--only`` can pick: save (both kinds), restore + land pooled, cold, open_session."""
 
 console = Console(width=160)
 
@@ -215,6 +217,8 @@ class Bench:
     runs: int
     firefox: Service | None = None
     tracer: Tracer | None = None
+    only: frozenset[str] = OPS
+    """The operations timed (``--only``); the others run once, untimed, where needed."""
 
     def clock(self) -> float:
         """Start of a sitekeep timed part (marks the traced window)."""
@@ -285,13 +289,17 @@ class Bench:
             state.update(got)
             return took
 
-        full = out["save full=True"] = Series()
-        await interleave(self.runs, full, lambda: sk_save(True, full), pw_save)
-        fast = out["save"] = Series()
-        await interleave(self.runs, fast, lambda: sk_save(False, fast), pw_save)
-        if any(fast.detail.get("spare_reads") or ()):
-            await self.why_spare(key, fast)
-        if phases:
+        if "save" in self.only:
+            full = out["save full=True"] = Series()
+            await interleave(self.runs, full, lambda: sk_save(True, full), pw_save)
+            fast = out["save"] = Series()
+            await interleave(self.runs, fast, lambda: sk_save(False, fast), pw_save)
+            if any(fast.detail.get("spare_reads") or ()):
+                await self.why_spare(key, fast)
+        else:  # one untimed save of each, for the snapshot and the state restored
+            await sk_save(False, Series())
+            await pw_save()
+        if phases and "save" in self.only:
             await self.trace(f"save full=True, N={n}", lambda: sk_save(True, Series()))
             await self.trace(f"save, N={n}", lambda: sk_save(False, Series()))
         await context.close()
@@ -328,16 +336,20 @@ class Bench:
             await ctx.close()
             return took
 
-        restore = out["restore + land"] = Series()
-        await interleave(
-            self.runs, restore, lambda: sk_restore_into(True), lambda: pw_restore_into(restore)
-        )
-        cold = out["restore + land, cold browser"] = Series()
-        await interleave(
-            self.runs, cold, lambda: sk_restore_into(False), lambda: pw_restore_into(cold)
-        )
-        if phases:
+        if "restore" in self.only:
+            restore = out["restore + land"] = Series()
+            await interleave(
+                self.runs, restore, lambda: sk_restore_into(True), lambda: pw_restore_into(restore)
+            )
+        if "cold" in self.only:
+            cold = out["restore + land, cold browser"] = Series()
+            await interleave(
+                self.runs, cold, lambda: sk_restore_into(False), lambda: pw_restore_into(cold)
+            )
+        if phases and "restore" in self.only:
             await self.trace(f"restore + land, N={n}", lambda: sk_restore_into(True))
+        if phases and "cold" in self.only:
+            await self.trace(f"restore + land, cold, N={n}", lambda: sk_restore_into(False))
 
         opened = out["open_session"] = Series()
 
@@ -370,16 +382,19 @@ class Bench:
                 await browser.close()
             return took
 
-        await interleave(self.runs, opened, sk_open, pw_open)
-        if phases:
+        if "open" in self.only:
+            await interleave(self.runs, opened, sk_open, pw_open)
+        else:
+            del out["open_session"]
+        if phases and "open" in self.only:
             await self.trace(f"open_session, N={n}", sk_open)
         await service.close_browser(WHO, key)
         if self.firefox is not None:
-            await self.firefox_runs(n, out, pages, land)
+            await self.firefox_runs(n, out, pages, land, phases)
         return out
 
     async def firefox_runs(
-        self, n: int, out: dict[str, Series], pages: list[str], land: str
+        self, n: int, out: dict[str, Series], pages: list[str], land: str, phases: bool
     ) -> None:
         """The same work by sitekeep on Firefox ESR, into each table's Firefox column."""
         service, key = self.firefox, f"ff{n}"
@@ -397,8 +412,9 @@ class Bench:
             return took
 
         for op, full in (("save", False), ("save full=True", True)):
-            await save(full)  # warm-up
-            out[op].firefox.extend([await save(full) for _ in range(self.runs)])
+            await save(full)  # warm-up (and, without "save" in --only, the snapshot)
+            if op in out:
+                out[op].firefox.extend([await save(full) for _ in range(self.runs)])
         await service.close_browser(WHO, key)
         snapshot = await service._load_snapshot(WHO.tenant, key)
         assert snapshot is not None
@@ -406,9 +422,9 @@ class Bench:
         async def restore_into() -> float:
             live = await service.browsers.start("firefox")
             try:
-                start = time.perf_counter()
+                start = self.clock()
                 report = await restore_mod.restore(live, snapshot, land, now=time.time())
-                took = ms(start)
+                took = self.lap(start)
                 check(not report.skipped, f"Firefox restore skipped {report.skipped}")
                 await self.verify_sitekeep(live, n)
             finally:
@@ -427,8 +443,11 @@ class Bench:
             ("restore + land, cold browser", restore_into),
             ("open_session", open_again),
         ):
-            await run()  # warm-up
-            out[op].firefox.extend([await run() for _ in range(self.runs)])
+            if op in out:
+                await run()  # warm-up
+                out[op].firefox.extend([await run() for _ in range(self.runs)])
+        if phases and "restore + land, cold browser" in out:
+            await self.trace(f"Firefox restore + land, cold, N={n}", restore_into)
         await service.close_browser(WHO, key)
 
     async def why_spare(self, key: str, series: Series) -> None:
@@ -758,6 +777,8 @@ async def main(
     phases: bool,
     no_firefox: bool = False,
     baseline: bool = False,
+    only: frozenset[str] = OPS,
+    no_singles: bool = False,
 ) -> None:
     logging.getLogger("selenium").setLevel(logging.WARNING)
     sites = start_sites()
@@ -786,7 +807,7 @@ async def main(
             pw_browser = await pw.chromium.launch(
                 executable_path=CHROMIUM, headless=True, args=FLAGS
             )
-            bench = Bench(sites, service, pw, pw_browser, runs, firefox)
+            bench = Bench(sites, service, pw, pw_browser, runs, firefox, only=only)
             for n in sizes:
                 console.print(f"[dim]N={n}: {n * 4} setup pages per tool, {runs} runs…[/dim]")
                 results[n] = await bench.size(n, phases)
@@ -794,7 +815,9 @@ async def main(
             await pw_browser.close()
         if firefox is not None:  # its browsers are closed: nothing of it runs beside these
             await firefox.browsers.close_all()
-        figures = await measure_singles(settings, service, sites, runs, no_firefox)
+        figures = (
+            {} if no_singles else await measure_singles(settings, service, sites, runs, no_firefox)
+        )
     finally:
         await service.browsers.close_all()
         await service.aclose()
@@ -877,9 +900,20 @@ def cli() -> None:
         action="store_true",
         help="also keep the run's summary as bench/baseline/<commit>.json",
     )
+    parser.add_argument(
+        "--only",
+        default=",".join(sorted(OPS)),
+        help="operations to time, of save,restore,cold,open (default: all)",
+    )
+    parser.add_argument("--no-singles", action="store_true", help="skip the single figures")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    asyncio.run(main(args.runs, sizes, args.phases, args.no_firefox, args.baseline))
+    only = frozenset(o.strip() for o in args.only.split(",") if o.strip())
+    if not only <= OPS:
+        parser.error(f"--only: unknown operation(s) {', '.join(sorted(only - OPS))}")
+    asyncio.run(
+        main(args.runs, sizes, args.phases, args.no_firefox, args.baseline, only, args.no_singles)
+    )
 
 
 if __name__ == "__main__":
