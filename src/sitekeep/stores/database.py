@@ -76,14 +76,13 @@ def create_engine(url: StoreUrl) -> sa.Engine:
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     if url.scheme == "postgresql":
-        engine = sa.create_engine(
+        return sa.create_engine(
             url.url,
             pool_size=POSTGRES_POOL,
             max_overflow=0,  # with the event-loop pool: 60 per replica at most
             pool_pre_ping=True,
             connect_args={"connect_timeout": CONNECT_TIMEOUT},
         )
-        return engine
     raise ValueError(f"{url.scheme} is not a SQL store")
 
 
@@ -92,7 +91,7 @@ def _async_engine(url: StoreUrl) -> AsyncEngine:
     SQLAlchemy statements (``AsyncConnection.run_sync``), no worker thread. Autocommit: a
     read is one statement, and a transaction around it was two more round trips (``BEGIN``
     and the ``ROLLBACK`` of the pool's reset)."""
-    engine = create_async_engine(
+    return create_async_engine(
         url.url.replace("postgresql+psycopg://", "postgresql+psycopg_async://", 1),
         isolation_level="AUTOCOMMIT",
         # Kept open, not opened per burst: past the pool, every overflow checkout was a
@@ -102,7 +101,6 @@ def _async_engine(url: StoreUrl) -> AsyncEngine:
         pool_pre_ping=True,
         connect_args={"connect_timeout": CONNECT_TIMEOUT},
     )
-    return engine
 
 
 async def guarded_async(what: str, fn: Callable[[], Awaitable[T]]) -> T:
