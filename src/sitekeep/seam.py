@@ -968,12 +968,12 @@ class Seam:
         self, record: SessionRecord, browser: LiveBrowser, *, full: bool, indexed_db: bool
     ) -> SiteDataRead:
         """What a save would store — composed over the session's snapshot — and what it
-        left out; nothing is written (a profile capture keeps it elsewhere, SPEC §9)."""
-        previous = await self.load_snapshot(record.tenant, record.key)
+        left out; nothing is written (a profile capture keeps it elsewhere, SPEC §9). The
+        last snapshot is loaded beside the browser's first reads."""
         captured = await read_snapshot(
             browser,
             [e.origin for e in record.history],
-            previous,
+            self.load_snapshot(record.tenant, record.key),
             deadline=self.settings.save_deadline,
             cap=self.settings.snapshot_cap,
             now=self.clock(),
