@@ -276,6 +276,26 @@ async def test_of_two_concurrent_writes_at_one_revision_exactly_one_wins(
         await second.aclose()
 
 
+@pytest.mark.parametrize("backend", DURABLE, ids=ids)
+async def test_of_concurrent_deletes_of_one_key_exactly_one_counts_it(
+    url: str, clock: FakeClock
+) -> None:
+    # A live-view ticket is single use because of this: of two redeemers only the one
+    # whose delete removed it may win (sitekeep.live.LiveSessions.redeem).
+    first, second = open_session_store(url, clock), open_session_store(url, clock)
+    try:
+        for round_ in range(10):
+            key = f"ticket:{round_}"
+            await first.set(key, b"one use", ttl=30)
+            counts = await asyncio.gather(
+                *((first if i % 2 else second).delete(key) for i in range(8))
+            )
+            assert sorted(counts) == [0] * 7 + [1], counts
+    finally:
+        await first.aclose()
+        await second.aclose()
+
+
 # --- backend-specific: what only some backends promise -----------------------------------
 
 

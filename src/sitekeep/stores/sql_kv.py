@@ -129,11 +129,13 @@ class SqlStore:
 
     async def delete(self, *keys: str) -> int:
         def remove(conn: sa.Connection) -> int:
-            live = conn.execute(
-                sa.select(sa.func.count()).where(kv.c.key.in_(keys), self._alive())
-            ).scalar_one()
-            conn.execute(sa.delete(kv).where(kv.c.key.in_(keys)))
-            return int(live)
+            # The count is the DELETE's own: a count read before it let two concurrent
+            # deletes both count a key (SQLite reads outside the write's transaction,
+            # PostgreSQL's READ COMMITTED reads before the row lock), so a single-use
+            # ticket could be redeemed twice.
+            live = conn.execute(sa.delete(kv).where(kv.c.key.in_(keys), self._alive()))
+            conn.execute(sa.delete(kv).where(kv.c.key.in_(keys)))  # expired leftovers
+            return int(live.rowcount)
 
         return await self._db.run(_WHAT, remove, write=True) if keys else 0
 
