@@ -176,6 +176,28 @@ async def test_keys_prefix_is_case_sensitive(store: SessionStore) -> None:
     assert await store.keys("T1:") == ["T1:s:b"]
 
 
+async def test_keys_lists_every_key_under_the_prefix_and_none_beside_it(
+    store: SessionStore,
+) -> None:
+    # Keys that sort just inside and just outside the prefix, by code point: the last
+    # character of "session/a/" moved up is "0"; "\ud7ff" and "\U0010ffff" end the ranges
+    # where a next character would be a surrogate or none.
+    inside = ["session/a/", "session/a/\x01", "session/a/z", "session/a/\U0010ffff\U0010ffff"]
+    beside = [
+        "session/a",
+        "session/a.",
+        "session/a0",
+        "session/a0/x",
+        "session/b/x",
+        "session/a\u00e9",
+    ]
+    for key in inside + beside + ["w\ud7ff", "w\ud7ffx", "w\ue000", "z\U0010ffff", "z\U0010ffffq"]:
+        await store.set(key, b"v")
+    assert await store.keys("session/a/") == sorted(inside)
+    assert await store.keys("w\ud7ff") == ["w\ud7ff", "w\ud7ffx"]
+    assert await store.keys("z\U0010ffff") == ["z\U0010ffff", "z\U0010ffffq"]
+
+
 async def test_delete_counts_a_key_named_twice_once(store: SessionStore) -> None:
     await store.set("sess:a", b"v")
     assert await store.delete("sess:a", "sess:a") == 1
