@@ -1166,7 +1166,7 @@ class Service:
         name: str,
         description: str,
         hosts: Sequence[str],
-        values: Mapping[str, str],
+        values: Mapping[str, object],
     ) -> SecretInfo:
         """Create or replace a secret of the caller's tenant (admin; SPEC §7)."""
         self.require_admin(who, "managing secrets")
