@@ -168,11 +168,11 @@ class SqlStore:
             rows = conn.execute(query, params)
             return sorted(r[0] for r in rows)  # code-point order, whatever the collation
 
-        # A worker thread, not Database.read on the event loop: a scan costs what the
-        # store holds (every tenant's sessions for /metrics, which needs no token), and on
-        # the loop it stalled every other request for as long (100k sessions: /healthz's
-        # median 3 -> 331 ms under 4 clients of /metrics).
-        return await self._db.run(_WHAT, scan, write=False)
+        # On the event loop (Database.read): over the range, a tenant's scan costs what
+        # that tenant holds, as the records read next do. Without it every list read the
+        # whole table there (100k sessions: /healthz's median 3 -> 331 ms while 4 clients
+        # asked /metrics, whose whole-store scan Service.metrics_text now spaces out).
+        return await self._db.read(_WHAT, scan)
 
     async def aclose(self) -> None:
         await self._db.aclose()
