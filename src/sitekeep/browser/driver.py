@@ -322,11 +322,34 @@ def _wait_group_gone(pgid: int, timeout: float) -> None:
     browser still writing its profile must be gone before the profile is removed."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if not _group_running(pgid):
+            return
+        time.sleep(0.02)
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs. Zombies do not count: an exited
+    browser helper, orphaned when its browser quit, is reaped by init whenever init gets
+    to it (every 2 s on the CI machine's init, never under an init that does not reap),
+    and ``killpg(pgid, 0)`` counted it alive until then — 1.5 s of every Firefox close.
+    Read from ``/proc`` (Linux); elsewhere ``killpg(pgid, 0)``."""
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
         try:
             os.killpg(pgid, 0)
         except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(0.05)
+            return False
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
 
 
 def _exited(pid: int) -> bool:
