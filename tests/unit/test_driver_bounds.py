@@ -138,3 +138,31 @@ def test_a_group_left_with_only_a_zombie_counts_as_gone() -> None:
         assert Path(f"/proc/{pid}").exists()  # still there, a zombie: it was not waited for
     finally:
         os.waitpid(pid, 0)
+
+
+def test_ending_a_driver_another_process_started_does_not_wait_on_its_zombie(
+    tmp_path: Path,
+) -> None:
+    """``sitekeep stop`` ends a chromedriver that a running ``sitekeep serve`` started:
+    dead, it stays a zombie until serve reaps it (never). That counts as ended."""
+    note = tmp_path / "child.pid"
+    code = (
+        "import os, signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "child = os.fork()\n"
+        "if child == 0:\n"
+        "    os._exit(0)\n"
+        f"open({str(note)!r}, 'w').write(str(child))\n"
+        "time.sleep(300)\n"
+    )
+    parent = driver._spawn_detached([sys.executable, "-c", code])
+    try:
+        while not (note.exists() and note.read_text()):
+            time.sleep(0.01)
+        zombie = int(note.read_text())
+        while not driver._zombie(zombie):
+            time.sleep(0.01)
+        assert _returns(lambda: driver._end_group(zombie, grace=600.0)) is None
+    finally:
+        os.killpg(parent, 9)
+        os.waitpid(parent, 0)

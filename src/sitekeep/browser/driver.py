@@ -353,12 +353,21 @@ def _group_running(pgid: int) -> bool:
 
 
 def _exited(pid: int) -> bool:
-    """True once ``pid`` (our child) has exited; reaps it."""
+    """True once ``pid`` has exited: reaped when it is our child; another process's
+    child counts as exited once it is a zombie (its parent reaps it, maybe never)."""
     try:
         done, _ = os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
-        return not _alive(pid)
+        return not _alive(pid) or _zombie(pid)
     return done == pid
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
 def _alive(pid: int) -> bool:
