@@ -7,9 +7,12 @@ product's Chromium flags), driven over sitekeep's own ``BidiConnection``; the ma
 shows an animated page (a counter and a block moved every animation frame) pinned to
 1280×800 at a device pixel ratio of 1, as a live socket pins it. Per variant, over
 ``--seconds``: **ms/capture** (median time from sending one command to its reply),
-**captures/s**, and **distinct/s** (replies differing from the one before). Variants:
+**captures/s**, and **distinct/s** (replies unlike any before: new pictures). Variants:
 
 * ``jpeg q75 ×N`` — the product's format (``image/jpeg``, quality 0.75), N in flight;
+* ``paced ×N`` — N in flight, but each started no sooner than a capture's median time
+  over N after the one before (the loops above start together and drift apart only by
+  chance);
 * ``jpeg q50`` / ``jpeg q90`` / ``png`` — the format's part;
 * ``document`` — ``origin: "document"`` instead of ``"viewport"``;
 * ``clip box`` — a ``clip`` of the whole viewport;
@@ -68,6 +71,7 @@ class Variant:
     in_flight: int = 1
     page: str = "animated"
     method: str = "browsingContext.captureScreenshot"
+    paced: bool = False
     took: list[float] = field(default_factory=list)
     replies: int = 0
     distinct: int = 0
@@ -81,6 +85,8 @@ def variants() -> list[Variant]:
         Variant("jpeg q75 ×2", q75, 2),
         Variant("jpeg q75 ×3", q75, 3),
         Variant("jpeg q75 ×4", q75, 4),
+        Variant("paced ×2", q75, 2, paced=True),
+        Variant("paced ×3", q75, 3, paced=True),
         Variant("jpeg q50", {**q75, "format": {"type": "image/jpeg", "quality": 0.5}}),
         Variant("jpeg q90", {**q75, "format": {"type": "image/jpeg", "quality": 0.9}}),
         Variant("png", {"format": {"type": "image/png"}, "origin": "viewport"}),
@@ -101,22 +107,42 @@ async def run_variant(conn: BidiConnection, context: str, v: Variant, seconds: f
         params = {"expression": "1", "target": {"context": context}, "awaitPromise": False}
     else:
         params = {"context": context, **v.params}
-    last: list[str] = [""]
+    seen: set[int] = set()
     stop = time.perf_counter() + seconds
+
+    async def one() -> None:
+        sent = time.perf_counter()
+        result = await conn.send(v.method, params, timeout=30)
+        v.took.append((time.perf_counter() - sent) * 1000)
+        v.replies += 1
+        data = str(result.get("data", ""))
+        if data and hash(data) not in seen:
+            v.distinct += 1
+            seen.add(hash(data))
 
     async def loop() -> None:
         while time.perf_counter() < stop:
-            sent = time.perf_counter()
-            result = await conn.send(v.method, params, timeout=30)
-            v.took.append((time.perf_counter() - sent) * 1000)
-            v.replies += 1
-            data = str(result.get("data", ""))
-            if data and data != last[0]:
-                v.distinct += 1
-                last[0] = data
+            await one()
+
+    async def paced() -> None:
+        """N in flight, their starts spaced by a capture's time over N."""
+        flying: set[asyncio.Task[None]] = set()
+        spacing, last = 0.0, 0.0
+        while time.perf_counter() < stop:
+            if len(flying) >= v.in_flight:
+                _, flying = await asyncio.wait(flying, return_when=asyncio.FIRST_COMPLETED)
+                spacing = statistics.median(v.took[-5:]) / 1000 / v.in_flight
+                continue
+            await asyncio.sleep(max(0.0, last + spacing - time.perf_counter()))
+            last = time.perf_counter()
+            flying.add(asyncio.create_task(one()))
+        await asyncio.gather(*flying)
 
     started = time.perf_counter()
-    await asyncio.gather(*(loop() for _ in range(v.in_flight)))
+    if v.paced:
+        await paced()
+    else:
+        await asyncio.gather(*(loop() for _ in range(v.in_flight)))
     v.seconds += time.perf_counter() - started
 
 
