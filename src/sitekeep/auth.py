@@ -9,7 +9,9 @@ browser costs no database round trip; unknown ones for ``unknown_seconds`` (5 s)
 flood of bad tokens costs no database round trip each either (a token is unknown only
 until it is made, and making one here forgets them all). A revoked token is refused at
 once by the process that revoked it; another replica that resolved it in the last 30 s
-accepts it until its memory of it runs out.
+accepts it until its memory of it runs out — for calls only: an admin UI sign-in, which
+lasts hours, asks the store afresh (``resolve(fresh=True)``), and what that learns this
+process forgets at once.
 
 A token is named by its **id**: the first 16 hex digits of its SHA-256 — enough to list
 and revoke it, useless to sign in with.
@@ -156,17 +158,24 @@ class Authenticator:
             del self._cache[digest]
         return _info(rows[0])
 
-    async def resolve(self, token: str) -> Principal | None:
-        """The principal a token stands for, or None."""
+    async def resolve(self, token: str, *, fresh: bool = False) -> Principal | None:
+        """The principal a token stands for, or None.
+
+        Args:
+            fresh: ask the store even when this process remembers the token — for what
+                outlives the call (an admin UI sign-in lasts hours): a token another
+                replica revoked in the last 30 s is refused.
+        """
         digest = hash_token(token)
         cached = self._cache.get(digest)
         now = time.monotonic()
-        if cached is not None and cached[1] > now:
+        if cached is not None and cached[1] > now and not fresh:
             return cached[0]
         if self._unknown.get(digest, 0.0) > now:
             return None
         row = await self._store.find(digest)
         if row is None:
+            self._cache.pop(digest, None)  # a fresh look found it revoked: forget it here too
             if len(self._unknown) >= _CACHE_LIMIT:
                 self._unknown.clear()
             self._unknown[digest] = now + self._unknown_seconds

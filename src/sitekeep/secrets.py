@@ -172,7 +172,7 @@ def check_hosts(hosts: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(check_pattern(p, f"hosts[{i}]") for i, p in enumerate(given)))
 
 
-def check_values(values: Mapping[str, str]) -> dict[str, str]:
+def check_values(values: Mapping[str, object]) -> dict[str, str]:
     """1–32 values, each a non-empty string of at most 8192 characters under a valid key.
 
     Returns:
@@ -184,6 +184,7 @@ def check_values(values: Mapping[str, str]) -> dict[str, str]:
     """
     if not isinstance(values, Mapping) or not 1 <= len(values) <= MAX_KEYS:
         raise InvalidInput(f"values must map 1–{MAX_KEYS} key names to strings", field="values")
+    checked: dict[str, str] = {}
     for key, value in values.items():
         # A malformed key is not echoed: it may be a value pasted in the wrong place.
         check_key_name(key, "values")
@@ -193,7 +194,8 @@ def check_values(values: Mapping[str, str]) -> dict[str, str]:
                 f"{field} must be a non-empty string of at most {MAX_VALUE_CHARS} characters",
                 field=field,
             )
-    return dict(values)
+        checked[key] = value
+    return checked
 
 
 def host_allowed(host: str, patterns: Iterable[str]) -> bool:

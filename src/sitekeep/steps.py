@@ -39,6 +39,7 @@ __all__ = [
     "TypeArgs",
     "TypeSecretArgs",
     "WaitForArgs",
+    "invalid_input",
     "parse_args",
     "parse_steps",
 ]
@@ -163,7 +164,9 @@ class Step(BaseModel):
     on_error: OnError | None = None
 
 
-def _invalid(exc: ValidationError, prefix: str) -> InvalidInput:
+def invalid_input(exc: ValidationError, prefix: str = "") -> InvalidInput:
+    """The first error of ``exc`` as ``InvalidInput`` naming its field (under ``prefix``),
+    with pydantic's message only — never the input it was given."""
     first = exc.errors()[0]
     loc = ".".join(str(p) for p in first.get("loc", ()))
     field = f"{prefix}.{loc}" if prefix and loc else (prefix or loc or None)
@@ -186,7 +189,7 @@ def parse_args(op: str, args: Mapping[str, Any], *, prefix: str = "") -> _Args:
     try:
         return model.model_validate(dict(args))
     except ValidationError as exc:
-        raise _invalid(exc, prefix) from exc
+        raise invalid_input(exc, prefix) from exc
 
 
 def parse_steps(steps: Sequence[Mapping[str, Any]]) -> list[Step]:

@@ -50,7 +50,7 @@ class Vault:
         name: str,
         description: str,
         hosts: Iterable[str],
-        values: Mapping[str, str],
+        values: Mapping[str, object],
     ) -> SecretInfo:
         """Create or replace the secret ``name`` of ``tenant`` (description, hosts, values).
 

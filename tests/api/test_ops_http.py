@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
@@ -64,6 +65,27 @@ async def test_metrics_count_sessions_browsers_saves_restores_and_errors(
     assert got[("sitekeep_errors_total", (("type", "not_found"),))] == 1
     assert got[("sitekeep_errors_total", (("type", "invalid_input"),))] == 1
     assert "m1" not in reply.text and "app.example.test" not in reply.text
+
+
+@pytest.mark.anyio
+async def test_a_flood_of_metrics_requests_reads_the_session_keys_once(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # /metrics needs no token, and its gauge scans every session key of every tenant.
+    store = api.service._store
+    scans: list[str] = []
+    keys = store.keys
+
+    async def counted(prefix: str) -> list[str]:
+        scans.append(prefix)
+        return await keys(prefix)
+
+    monkeypatch.setattr(store, "keys", counted)
+    replies = await asyncio.gather(*(_anonymous(api).get("/metrics") for _ in range(8)))
+    replies.append(await _anonymous(api).get("/metrics"))
+    assert [r.status_code for r in replies] == [200] * 9
+    assert scans == ["session/"]
+    assert len({_samples(r.text)[("sitekeep_sessions", ())] for r in replies}) == 1
 
 
 @pytest.mark.anyio

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.anyio
 
 USER = "dummy-user-c01d"
 PASS = "dummy-pass-7f3a"
+PASTED = "dummy pass+8e4b!"
 BODY = {
     "description": "staging admin",
     "hosts": ["app.example.test", "*.example.test"],
@@ -75,7 +76,7 @@ async def secrets(make_api: ApiFactory, settings: Settings) -> AsyncIterator[Sec
 
 def assert_no_value(texts: list[str]) -> None:
     for text in texts:
-        assert PASS not in text and USER not in text, text
+        assert PASS not in text and USER not in text and PASTED not in text, text
 
 
 async def test_the_real_app_serves_the_secrets_catalogue(api: Api) -> None:
@@ -151,6 +152,11 @@ async def test_an_unknown_secret_is_404(secrets: Secrets) -> None:
         ("staging", {"values": None}, "values"),
         ("staging", {"values": {"password": ""}}, "values.password"),
         ("staging", {"values": {"password": 1234}}, "values.password"),
+        # A value pasted where a key goes (not a key name) is not echoed, whatever the
+        # value beside it.
+        ("staging", {"values": {PASTED: 1234}}, "values"),
+        ("staging", {"values": {PASTED: None}}, "values"),
+        ("staging", {"values": {PASTED: PASS}}, "values"),
         ("staging", {"values": {"password": PASS * 1000}}, "values.password"),
         ("staging", {"description": "d" * 501}, "description"),
         ("staging", {"value": PASS}, "value"),

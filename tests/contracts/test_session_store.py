@@ -176,6 +176,28 @@ async def test_keys_prefix_is_case_sensitive(store: SessionStore) -> None:
     assert await store.keys("T1:") == ["T1:s:b"]
 
 
+async def test_keys_lists_every_key_under_the_prefix_and_none_beside_it(
+    store: SessionStore,
+) -> None:
+    # Keys that sort just inside and just outside the prefix, by code point: the last
+    # character of "session/a/" moved up is "0"; "\ud7ff" and "\U0010ffff" end the ranges
+    # where a next character would be a surrogate or none.
+    inside = ["session/a/", "session/a/\x01", "session/a/z", "session/a/\U0010ffff\U0010ffff"]
+    beside = [
+        "session/a",
+        "session/a.",
+        "session/a0",
+        "session/a0/x",
+        "session/b/x",
+        "session/a\u00e9",
+    ]
+    for key in inside + beside + ["w\ud7ff", "w\ud7ffx", "w\ue000", "z\U0010ffff", "z\U0010ffffq"]:
+        await store.set(key, b"v")
+    assert await store.keys("session/a/") == sorted(inside)
+    assert await store.keys("w\ud7ff") == ["w\ud7ff", "w\ud7ffx"]
+    assert await store.keys("z\U0010ffff") == ["z\U0010ffff", "z\U0010ffffq"]
+
+
 async def test_delete_counts_a_key_named_twice_once(store: SessionStore) -> None:
     await store.set("sess:a", b"v")
     assert await store.delete("sess:a", "sess:a") == 1
@@ -271,6 +293,26 @@ async def test_of_two_concurrent_writes_at_one_revision_exactly_one_wins(
         assert won == [2]
         winner = results.index(2)
         assert await second.get("sess:a") == f"w{winner}".encode()
+    finally:
+        await first.aclose()
+        await second.aclose()
+
+
+@pytest.mark.parametrize("backend", DURABLE, ids=ids)
+async def test_of_concurrent_deletes_of_one_key_exactly_one_counts_it(
+    url: str, clock: FakeClock
+) -> None:
+    # A live-view ticket is single use because of this: of two redeemers only the one
+    # whose delete removed it may win (sitekeep.live.LiveSessions.redeem).
+    first, second = open_session_store(url, clock), open_session_store(url, clock)
+    try:
+        for round_ in range(10):
+            key = f"ticket:{round_}"
+            await first.set(key, b"one use", ttl=30)
+            counts = await asyncio.gather(
+                *((first if i % 2 else second).delete(key) for i in range(8))
+            )
+            assert sorted(counts) == [0] * 7 + [1], counts
     finally:
         await first.aclose()
         await second.aclose()

@@ -179,6 +179,26 @@ async def test_errors_come_back_as_error_results_naming_the_field(
     assert flow["field"] == "steps[0].url"
 
 
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        ({"text": {"password": FORM_PASSWORD}, "selector": "#p"}, "text"),
+        ({"text": FORM_PASSWORD, "selector": "#p", "submit": FORM_PASSWORD}, "submit"),
+        ({"selector": "#p"}, "text"),
+    ],
+    ids=["text-not-a-string", "submit-not-a-bool", "text-missing"],
+)
+async def test_arguments_of_the_wrong_shape_are_invalid_input_never_echoed(
+    client: Client, args: dict[str, Any], field: str
+) -> None:
+    # The SDK's own message holds pydantic's input_value; the HTTP facade never echoes
+    # input either (api.errors). Refused before any session or browser is touched.
+    refused = await client.call_tool("type", {"key": "nobody", **args})
+    error = error_of(refused)
+    assert error["type"] == "invalid_input" and error["field"] == field, error
+    assert FORM_PASSWORD not in str(refused.content)
+
+
 async def test_resources_read_back_json_with_http_only_values_hidden(
     client: Client, sites: Sites
 ) -> None:

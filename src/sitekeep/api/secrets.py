@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from sitekeep.api.app import Admin, Name, Svc, Who
 from sitekeep.secrets import SecretInfo
@@ -35,7 +35,12 @@ class SecretBody(BaseModel):
 
     description: str = ""
     hosts: list[str]
-    values: dict[str, str]
+    # Each value's type is checked by the service (secrets.check_values), not here: a
+    # validation error names its field by the key, and a key that is no key name may be a
+    # value pasted in the wrong place — the service's message names only ``values``.
+    values: dict[str, object] = Field(
+        json_schema_extra={"additionalProperties": {"type": "string"}}
+    )
 
 
 def _json(info: SecretInfo) -> JSON:

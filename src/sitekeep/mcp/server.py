@@ -21,13 +21,15 @@ from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import (
+    CallToolResult,
+    InputRequiredResult,
     ListResourcesResult,
     PaginatedRequestParams,
     Resource,
     TextContent,
     ToolAnnotations,
 )
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from sitekeep import __version__
 from sitekeep.errors import NotFound, SitekeepError, error_json
@@ -41,6 +43,7 @@ from sitekeep.steps import (
     SelectArgs,
     TypeArgs,
     TypeSecretArgs,
+    invalid_input,
 )
 
 __all__ = ["DEFAULT_SESSION", "SESSION_HEADER", "PrincipalOf", "ServiceOf", "build_server"]
@@ -134,6 +137,20 @@ class _Server(MCPServer):
         super().__init__(*args, **kwargs)
         self._service_of = service_of
         self._principal_of = principal_of
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Ctx | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        """The SDK's call, but arguments of the wrong shape come back as the HTTP API's
+        ``invalid_input`` naming the field: the SDK's own message quotes pydantic's
+        ``input_value`` — the text typed, say — and no error may echo a value."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            error = _mcp_error(invalid_input(exc.__cause__), resource=False)
+            raise ToolError(f"Error executing tool {name}: {error}") from None
 
     async def _handle_list_resources(
         self, ctx: Any, params: PaginatedRequestParams | None

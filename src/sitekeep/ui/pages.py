@@ -214,8 +214,10 @@ async def sign_in_page(request: Request) -> HTMLResponse:
 
 
 async def _resolve_token(svc: Service, token: str) -> Principal | None:
-    # The service's one authenticator; a sign-in asks it once and keeps no token.
-    return await svc.auth.resolve(token)
+    # The service's one authenticator; a sign-in asks it once and keeps no token. Fresh
+    # from the store: a sign-in lasts hours, so no memory of a since-revoked token may
+    # make one.
+    return await svc.auth.resolve(token, fresh=True)
 
 
 @router.post("/admin/sign-in")
