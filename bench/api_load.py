@@ -19,9 +19,13 @@ Everything stays on loopback; each run is bounded in requests and in time. Uses 
 Redis and PostgreSQL of the test machine (a fresh database and key prefix, removed after).
 
     .venv/bin/python bench/api_load.py [--requests 20000] [--clients 50] [--in-process]
+        [--setups sqlite,pg1,pg2] [--reads /admin/runs,/v1/secrets]
 
 ``--in-process`` measures only the app's CPU per request (ASGI calls in this process, no
 server, no HTTP parsing): the part of a request's cost sitekeep's own code decides.
+``--setups`` and ``--reads`` run only some of the set-ups (``sqlite``: one replica on
+SQLite, ``pg1``/``pg2``: one or two replicas on Redis + PostgreSQL) and reads, to keep a
+focused A/B run short.
 """
 
 from __future__ import annotations
@@ -231,7 +235,13 @@ def speedups(pid: int) -> str:
 
 
 def run_setup(
-    name: str, env: dict[str, str], replicas: int, total: int, clients: int, work: Path
+    name: str,
+    env: dict[str, str],
+    replicas: int,
+    total: int,
+    clients: int,
+    work: Path,
+    reads: tuple[str, ...] = READS,
 ) -> dict[str, Result]:
     token = _token({**env, "SITEKEEP_DATA_DIR": str(work / "r0")})
     servers = [
@@ -243,7 +253,7 @@ def run_setup(
             assert server.process is not None
             print(f"  {name}: replica pid {server.process.pid}: {speedups(server.process.pid)}")
         results = {}
-        for path in READS:
+        for path in reads:
             pids = [s.process.pid for s in servers if s.process is not None]
             results[path] = measure([s.port for s in servers], pids, path, token, total, clients)
             r = results[path]
@@ -285,7 +295,7 @@ async def _in_process(path: str, total: int, clients: int, env: dict[str, str]) 
         session_store=env.get("SITEKEEP_SESSION_STORE"),
         database_url=env.get("SITEKEEP_DATABASE_URL"),
     )
-    app = create_app(settings)
+    app = create_app(settings, settle_heap=True)  # as `sitekeep serve` makes it
     async with app.router.lifespan_context(app):
         svc = app.state.service
         token = await svc.create_token("bench", "admin", "admin")
@@ -338,7 +348,13 @@ async def _in_process(path: str, total: int, clients: int, env: dict[str, str]) 
         return (clock.process_time() - started) * 1000 / (total // clients * clients)
 
 
-def in_process(total: int, clients: int, base: dict[str, str]) -> None:
+def in_process(
+    total: int,
+    clients: int,
+    base: dict[str, str],
+    setups: tuple[str, ...] = ("sqlite", "pg1"),
+    reads: tuple[str, ...] = READS,
+) -> None:
     """Print the app's CPU per request of each read on both store set-ups."""
     import logging
 
@@ -349,7 +365,7 @@ def in_process(total: int, clients: int, base: dict[str, str]) -> None:
     with tempfile.TemporaryDirectory(prefix="sitekeep-bench-") as tmp:
         prefix = redis_prefix()
         with fresh_postgres_database() as database:
-            setups = {
+            stores = {
                 "SQLite": {"SITEKEEP_DATA_DIR": f"{tmp}/embedded"},
                 "Redis+PostgreSQL": {
                     "SITEKEEP_DATA_DIR": f"{tmp}/shared",
@@ -357,9 +373,12 @@ def in_process(total: int, clients: int, base: dict[str, str]) -> None:
                     "SITEKEEP_DATABASE_URL": database,
                 },
             }
+            wanted = {"SQLite": "sqlite" in setups, "Redis+PostgreSQL": "pg1" in setups}
             try:
-                for name, env in setups.items():
-                    for path in READS:
+                for name, env in stores.items():
+                    if not wanted[name]:
+                        continue
+                    for path in reads:
                         ms = uvloop.run(_in_process(path, total, clients, {**base, **env}))
                         print(
                             f"  {name:<18} {path:<18} {ms:6.3f} ms CPU/request  "
@@ -379,9 +398,21 @@ def main() -> None:
         action="store_true",
         help="only the app's CPU per request, by ASGI calls in this process (no server)",
     )
+    parser.add_argument(
+        "--setups",
+        default="sqlite,pg1,pg2",
+        help="comma-separated, of sqlite, pg1, pg2 (--in-process: sqlite, pg1)",
+    )
+    parser.add_argument("--reads", default=",".join(READS), help="comma-separated paths")
     args = parser.parse_args()
+    setups = tuple(args.setups.split(","))
+    reads = tuple(args.reads.split(","))
+    unknown = [s for s in setups if s not in ("sqlite", "pg1", "pg2")]
+    unknown += [r for r in reads if r not in READS]
+    if unknown:
+        parser.error(f"unknown set-up or read: {', '.join(unknown)}")
     if args.in_process:
-        in_process(args.requests, args.clients, {})
+        in_process(args.requests, args.clients, {}, setups, reads)
         return
     base = sitekeep_env(SITEKEEP_WARM_BROWSERS="0", SITEKEEP_REAP_INTERVAL="3600")
     before = os.getloadavg()[0]
@@ -389,9 +420,16 @@ def main() -> None:
     table: dict[str, dict[str, Result]] = {}
     with tempfile.TemporaryDirectory(prefix="sitekeep-bench-") as tmp:
         work = Path(tmp)
-        table["1 replica, SQLite"] = run_setup(
-            "1 replica, SQLite", base, 1, args.requests, args.clients, work / "embedded"
-        )
+        if "sqlite" in setups:
+            table["1 replica, SQLite"] = run_setup(
+                "1 replica, SQLite",
+                base,
+                1,
+                args.requests,
+                args.clients,
+                work / "embedded",
+                reads,
+            )
         prefix = redis_prefix()
         with fresh_postgres_database() as database:
             shared = {
@@ -402,6 +440,8 @@ def main() -> None:
             }
             try:
                 for replicas in (1, 2):
+                    if f"pg{replicas}" not in setups:
+                        continue
                     name = f"{replicas} replica{'s' if replicas > 1 else ''}, Redis+PostgreSQL"
                     table[name] = run_setup(
                         name,
@@ -410,6 +450,7 @@ def main() -> None:
                         args.requests,
                         args.clients,
                         work / f"shared{replicas}",
+                        reads,
                     )
             finally:
                 clear_redis_prefix(REDIS_URL, prefix)
@@ -423,7 +464,7 @@ def main() -> None:
         f"{'read':<18} {'set-up':<30} {'req/s':>8} {'p99 ms':>8} {'CPU ms':>7} "
         f"{'gen ms':>7}  target"
     )
-    for path in READS:
+    for path in reads:
         for name, results in table.items():
             r = results[path]
             ok = r.rps >= TARGET_RPS and r.pct(0.99) <= TARGET_P99_MS and not r.errors
@@ -434,9 +475,10 @@ def main() -> None:
                 f"{'met' if ok else 'missed'} ({r.rps / TARGET_RPS:.2f}x of {TARGET_RPS} req/s; "
                 f"one free core: {ceiling:.0f} req/s)"
             )
-        one = table["1 replica, Redis+PostgreSQL"][path].rps
-        two = table["2 replicas, Redis+PostgreSQL"][path].rps
-        print(f"{path:<18} {'2 replicas / 1 replica':<30} {two / one:8.2f}x")
+        if "pg1" in setups and "pg2" in setups:
+            one = table["1 replica, Redis+PostgreSQL"][path].rps
+            two = table["2 replicas, Redis+PostgreSQL"][path].rps
+            print(f"{path:<18} {'2 replicas / 1 replica':<30} {two / one:8.2f}x")
     print(json.dumps({n: {p: round(r.rps) for p, r in rs.items()} for n, rs in table.items()}))
 
 

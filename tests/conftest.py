@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -70,18 +71,24 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
-@pytest.fixture
-def settings(tmp_path: Path, driver_url: str, cache_dir: Path) -> Settings:
-    """Settings for one test: its own data dir, the run's chromedriver and cache dir,
-    the host map."""
+def base_settings(data_dir: Path, driver_url: str, cache_dir: Path) -> Settings:
+    """Settings of a test's app: ``data_dir``, the run's chromedriver and cache dir, the
+    host map, memory stores, no warm pool."""
     return Settings(
-        data_dir=tmp_path / "data",
+        data_dir=data_dir,
         cache_dir=cache_dir,
         webdriver_url=driver_url,
         browser_args=HOST_RULES,
         session_store="memory://",
         warm_browsers=0,  # the pool has its own test; elsewhere it would only add load
     )
+
+
+@pytest.fixture
+def settings(tmp_path: Path, driver_url: str, cache_dir: Path) -> Settings:
+    """Settings for one test: its own data dir, the run's chromedriver and cache dir,
+    the host map."""
+    return base_settings(tmp_path / "data", driver_url, cache_dir)
 
 
 @pytest.fixture(autouse=True)
@@ -124,34 +131,41 @@ async def _no_secret_value_in(response: httpx.Response) -> None:
     assert not any(v in body for v in SECRET_VALUES), f"{response.url.path} returned a secret"
 
 
+async def open_api(settings: Settings, stack: AsyncExitStack) -> Api:
+    """An :class:`Api` on the real app of ``settings``, its lifespan run, with a member
+    token of tenant ``t1``; ``stack`` closes its browsers, client and lifespan, in that
+    order."""
+    app = create_app(settings)
+    await stack.enter_async_context(app.router.lifespan_context(app))
+    service: Service = app.state.service
+    token = await service.create_token(WHO.tenant, WHO.subject, WHO.role)
+    http = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://sitekeep.test",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=120,
+        event_hooks={"response": [_no_secret_value_in]},
+    )
+    stack.push_async_callback(http.aclose)
+
+    async def close_browsers() -> None:
+        await service.browsers.close_all()
+        service.browsers.stop_local_drivers()
+
+    stack.push_async_callback(close_browsers)
+    return Api(http, service)
+
+
 @pytest.fixture
 async def make_api(settings: Settings) -> AsyncIterator[ApiFactory]:
     """``await make_api(**setting overrides)`` → an :class:`Api` on the real app, its
     lifespan run, with a member token of tenant ``t1``; browsers closed at teardown."""
-    opened: list[tuple[Any, httpx.AsyncClient, Service]] = []
+    async with AsyncExitStack() as stack:
 
-    async def make(**overrides: Any) -> Api:
-        app = create_app(settings.model_copy(update=overrides))
-        lifespan = app.router.lifespan_context(app)
-        await lifespan.__aenter__()
-        service: Service = app.state.service
-        token = await service.create_token(WHO.tenant, WHO.subject, WHO.role)
-        http = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app),
-            base_url="http://sitekeep.test",
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=120,
-            event_hooks={"response": [_no_secret_value_in]},
-        )
-        opened.append((lifespan, http, service))
-        return Api(http, service)
+        async def make(**overrides: Any) -> Api:
+            return await open_api(settings.model_copy(update=overrides), stack)
 
-    yield make
-    for lifespan, http, service in reversed(opened):
-        await service.browsers.close_all()
-        service.browsers.stop_local_drivers()
-        await http.aclose()
-        await lifespan.__aexit__(None, None, None)
+        yield make
 
 
 @pytest.fixture

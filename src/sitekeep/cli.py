@@ -69,7 +69,11 @@ def serve(
     settings = load_settings().model_copy(update={"host": host, "port": port})
     log_config = configure_logging(log_level, settings.log_format)
     uvicorn.run(
-        create_app(settings), host=host, port=port, log_level=log_level, log_config=log_config
+        create_app(settings, settle_heap=True),
+        host=host,
+        port=port,
+        log_level=log_level,
+        log_config=log_config,
     )
 
 

@@ -178,7 +178,13 @@ async def test_openapi_lists_every_error_status_with_the_error_schema_and_no_422
                     listed.add(status)
             if path not in ("/healthz", "/", "/metrics"):  # the routes without a token
                 assert {"401", "503"} <= set(operation["responses"]), (method, path)
+                assert operation["security"] == [{"HTTPBearer": []}], (method, path)
+            else:
+                assert "security" not in operation, (method, path)
     assert listed == STATUSES
+    assert doc["components"]["securitySchemes"] == {
+        "HTTPBearer": {"type": "http", "scheme": "bearer"}
+    }
     navigate = doc["paths"]["/v1/sessions/{key}/navigate"]["post"]["responses"]
     assert set(navigate) >= STATUSES
     for path, method in (  # a session's values: its owner's or an admin's only

@@ -6,12 +6,16 @@ the test makes) opens that kind by default.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack
+from pathlib import Path
 
 import pytest
 
+from conftest import base_settings, open_api
 from fixtures.grid import Grid, start_grid
 from sitekeep.config import Settings
+from support import Api
 
 BROWSERS = ("chromium", "firefox")
 
@@ -40,14 +44,11 @@ def via() -> str:
     return "local"
 
 
-@pytest.fixture
-def settings(
-    settings: Settings, browser: str, via: str, request: pytest.FixtureRequest
-) -> Settings:
-    """Chromium through the run's chromedriver; Firefox through sitekeep's own geckodrivers
-    (one per browser, in the test's data dir); or both through the Grid."""
-    if via == "grid":
-        grid: Grid = request.getfixturevalue("grid")
+def for_browser(settings: Settings, browser: str, grid: Grid | None = None) -> Settings:
+    """``settings`` for browsers of kind ``browser``: Chromium through the run's
+    chromedriver; Firefox through sitekeep's own geckodrivers (one per browser, in the data
+    dir); or both through ``grid``."""
+    if grid is not None:
         return settings.model_copy(
             update={"browser": browser, "firefox_prefs": FIREFOX_PREFS, "webdriver_url": grid.url}
         )
@@ -56,3 +57,29 @@ def settings(
             update={"browser": browser, "firefox_prefs": FIREFOX_PREFS, "webdriver_url": None}
         )
     return settings
+
+
+@pytest.fixture
+def settings(
+    settings: Settings, browser: str, via: str, request: pytest.FixtureRequest
+) -> Settings:
+    """Chromium through the run's chromedriver; Firefox through sitekeep's own geckodrivers
+    (one per browser, in the test's data dir); or both through the Grid."""
+    grid: Grid | None = request.getfixturevalue("grid") if via == "grid" else None
+    return for_browser(settings, browser, grid)
+
+
+@pytest.fixture(scope="module", params=BROWSERS)
+async def module_api(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    driver_url: str,
+    cache_dir: Path,
+) -> AsyncIterator[Api]:
+    """One app for a whole module, per browser kind, for tests that only look and change
+    nothing (bad input refused): a browser opened in it serves every such test of the
+    module instead of one each. A module using it sets ``anyio_backend`` to module scope."""
+    data = tmp_path_factory.mktemp("module-api") / "data"
+    settings = for_browser(base_settings(data, driver_url, cache_dir), request.param)
+    async with AsyncExitStack() as stack:
+        yield await open_api(settings, stack)

@@ -14,6 +14,19 @@ from support import WHO, Api
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"  # module scope: ``on_start`` lives across tests
+
+
+@pytest.fixture(scope="module")
+async def on_start(module_api: Api, sites: Sites) -> Api:
+    """Session ``m`` on a page titled "Start", one per browser kind for the module: the
+    malformed-flow tests each prove nothing ran, so they can share it."""
+    await module_api.open(key="m", url=sites.url("a.example.test", "/__fixture/page?title=Start"))
+    return module_api
+
+
 async def test_a_flow_reports_each_step_and_stops_at_a_failure(api: Api, sites: Sites) -> None:
     await api.open(key="f")
     report = await api.call(
@@ -101,14 +114,16 @@ async def test_a_save_step_reads_the_pages_the_flow_reached_before_it(
     ],
 )
 async def test_a_malformed_flow_is_refused_before_any_step_runs(
-    api: Api, sites: Sites, body: dict[str, object], field: str | None
+    on_start: Api, body: dict[str, object], field: str | None
 ) -> None:
-    await api.open(key="m", url=sites.url("a.example.test", "/__fixture/page?title=Start"))
+    api = on_start
     reply = await api.http.post("/v1/sessions/m/flows", json=body)
     if field is None:  # a refused URL is a failed step, not a malformed flow
         assert reply.status_code == 200
         assert reply.json()["steps"][0]["error"]["field"] == "url"
-        return
-    assert reply.status_code == 400, reply.text
-    assert reply.json()["error"]["field"] == field
+    else:
+        assert reply.status_code == 400, reply.text
+        assert reply.json()["error"]["field"] == field
+    # The session is shared by these cases: no step ran (or, stopped at the failed one,
+    # no later step), so it is still on its first page.
     assert (await api.call("GET", "/v1/sessions/m"))["title"] == "Start"

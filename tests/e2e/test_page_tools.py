@@ -13,6 +13,19 @@ from support import Api
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"  # module scope: ``on_the_form`` lives across tests
+
+
+@pytest.fixture(scope="module")
+async def on_the_form(module_api: Api, sites: Sites) -> Api:
+    """Session ``b`` on the form's sign-in page, one per browser kind for the module: the
+    bad-input tests each prove they changed nothing, so they can share it."""
+    await module_api.open(key="b", url=sites.url("form.example.test", "/login"))
+    return module_api
+
+
 def ref_of(snapshot: dict[str, object], role: str, name: str) -> str:
     for element in snapshot["elements"]:  # type: ignore[attr-defined]
         if element["role"] == role and element["name"] == name:
@@ -93,9 +106,9 @@ async def test_press_read_truncation_and_screenshot(api: Api, sites: Sites) -> N
     ],
 )
 async def test_bad_page_tool_input_is_400_and_changes_nothing(
-    api: Api, sites: Sites, op: str, body: dict[str, object], field: str | None
+    on_the_form: Api, op: str, body: dict[str, object], field: str | None
 ) -> None:
-    await api.open(key="b", url=sites.url("form.example.test", "/login"))
+    api = on_the_form
     reply = await api.http.post(f"/v1/sessions/b/{op}", json=body)
     assert reply.status_code == 400, reply.text
     error = reply.json()["error"]

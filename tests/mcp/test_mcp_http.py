@@ -148,3 +148,37 @@ def test_mcp_without_a_known_token_gets_401(
     assert reply.headers["www-authenticate"] == "Bearer"
     error = reply.json()["error"]
     assert error["type"] == "unauthorized" and says in error["message"]
+
+
+def test_an_mcp_session_answers_only_the_principal_that_opened_it(served: Served) -> None:
+    """Another tenant's token with a leaked ``Mcp-Session-Id`` gets 404, as for an unknown
+    id; the opener's own token still reaches the session."""
+
+    def post(token: str, body: dict[str, object], session: str | None = None) -> httpx.Response:
+        headers = {
+            "Accept": "application/json, text/event-stream",
+            "Authorization": f"Bearer {token}",
+            "MCP-Protocol-Version": "2025-06-18",
+        }
+        if session is not None:
+            headers["Mcp-Session-Id"] = session
+        return httpx.post(f"{served.url}/mcp", json=body, headers=headers, timeout=30)
+
+    opened = post(served.token, INITIALIZE)
+    assert opened.status_code == 200
+    session = opened.headers["mcp-session-id"]
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert post(served.token, initialized, session).status_code == 202
+
+    stranger = post(served.other_token, listing, session)
+    assert stranger.status_code == 404
+    assert "Session not found" in stranger.text and "open_session" not in stranger.text
+    ended = httpx.delete(
+        f"{served.url}/mcp",
+        headers={"Authorization": f"Bearer {served.other_token}", "Mcp-Session-Id": session},
+    )
+    assert ended.status_code == 404
+
+    own = post(served.token, listing, session)
+    assert own.status_code == 200 and "open_session" in own.text

@@ -9,6 +9,8 @@ after some events has its result, those events have reached their listeners.
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 import logging
 import random
@@ -20,6 +22,7 @@ import anyio
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
+from sitekeep.browser import bidi
 from sitekeep.browser.bidi import BidiConnection
 from sitekeep.errors import BidiError, BidiTimeout, BrowserUnavailable
 
@@ -406,3 +409,61 @@ async def test_an_event_wait_returns_what_the_event_brought_or_times_out(
     assert await conn.wait_event(brought, timeout=WAIT, what="x") == "loaded"
     with pytest.raises(BidiTimeout):
         await conn.wait_event(loop.create_future(), timeout=0.05, what="browsingContext.load")
+
+
+class _Deaf:
+    """A WebSocket peer that completes the opening handshake (RFC 6455 §4.2.2) and then
+    never reads again: its receive buffer fills, the client's writes stall, and a closing
+    handshake never completes — a browser wedged beyond its socket."""
+
+    def __init__(self) -> None:
+        self.url = ""
+        self._server: asyncio.Server | None = None
+        self._writers: list[asyncio.StreamWriter] = []
+
+    async def __aenter__(self) -> _Deaf:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        self.url = f"ws://127.0.0.1:{port}/session/deaf"
+        return self
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        key = next(
+            line.split(b":", 1)[1].strip()
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"sec-websocket-key:")
+        )
+        accept = base64.b64encode(
+            hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest()
+        )
+        writer.write(
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+            b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n\r\n"
+        )
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self._writers.append(writer)  # kept open, never read
+
+    async def __aexit__(self, *exc: object) -> None:
+        for writer in self._writers:
+            writer.transport.abort()
+        assert self._server is not None
+        self._server.close()
+
+
+async def test_a_command_to_a_peer_that_never_reads_times_out_and_close_is_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The hang hunt of the proxy test (a Firefox that stopped answering): a write that
+    waits on a full socket buffer is bounded by the command's timeout, and closing a
+    socket whose peer never finishes the closing handshake aborts it."""
+    monkeypatch.setattr(bidi, "_CLOSE_SECONDS", 0.2)
+    async with _Deaf() as deaf:
+        conn = await BidiConnection.connect(deaf.url, timeout=WAIT)
+        big = {"blob": "x" * 20_000_000}  # far beyond both sockets' buffers
+        with anyio.fail_after(WAIT), pytest.raises(BidiTimeout):
+            await conn.send("script.evaluate", big, timeout=0.3)
+        with anyio.fail_after(WAIT):
+            await conn.close()
+        assert conn.closed

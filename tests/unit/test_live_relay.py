@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import itertools
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -321,3 +322,40 @@ async def test_a_session_busy_at_the_start_still_shows_only_frames_of_the_size_a
     assert conn.viewport_at and conn.viewport_at[0] > 0  # set once a frame was the window's
     assert {jpeg_size(f) for f in client.frames} == {SIZE}
     assert client.messages[0]["type"] == "ready"
+
+
+@dataclass
+class TimedConn(FakeConn):
+    """Every capture takes ``slow`` seconds and is a new picture; records when each
+    started (the loop's clock)."""
+
+    slow: float = 0.03
+    starts: list[float] = field(default_factory=list)
+
+    async def send(self, method: str, params: dict[str, Any] | None = None, **_: Any) -> Any:
+        if method != "browsingContext.captureScreenshot":
+            return await super().send(method, params)
+        self.starts.append(asyncio.get_running_loop().time())
+        self.shots += 1
+        number = self.shots
+        await asyncio.sleep(self.slow)
+        return self.shot(number)
+
+
+async def test_overlapping_captures_start_spread_over_a_capture_s_time() -> None:
+    client, conn, _, task = await run_relay(conn=TimedConn(), kind="chromium", captures=None)
+    acked = 0
+    try:
+        async with asyncio.timeout(5):
+            while conn.shots < 30:
+                await asyncio.sleep(0.001)
+                while acked < len(client.frames):  # the canvas draws every frame
+                    acked += 1
+                    await client.inbox.put('{"type": "ack"}')
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    gaps = sorted(b - a for a, b in itertools.pairwise(conn.starts[6:]))
+    # Three loops on a 30 ms capture: a start every ~10 ms, not three at once each 30 ms.
+    assert gaps[len(gaps) // 4] > 0.005, gaps

@@ -22,7 +22,10 @@ from fastapi.routing import APIRoute
 
 from sitekeep.api.routes import flat_routes
 
-__all__ = ["ERROR_SCHEMA", "install_openapi", "statuses_of"]
+__all__ = ["BEARER", "ERROR_SCHEMA", "install_openapi", "statuses_of"]
+
+BEARER = "HTTPBearer"
+"""The OpenAPI name of the ``Authorization: Bearer <token>`` scheme."""
 
 ERROR_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -117,7 +120,12 @@ def install_openapi(app: FastAPI, *, auth: Callable[..., Any], admin: Callable[.
         schema = get_openapi(
             title=app.title, version=app.version, routes=app.routes, description=app.description
         )
-        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        # The bearer scheme, named as FastAPI's HTTPBearer names it, on every operation
+        # behind the token (the dependency parses the header itself).
+        schema.setdefault("components", {})["securitySchemes"] = {
+            BEARER: {"type": "http", "scheme": "bearer"}
+        }
+        components = schema["components"].setdefault("schemas", {})
         for unused in ("HTTPValidationError", "ValidationError"):
             components.pop(unused, None)
         components["Error"] = ERROR_SCHEMA
@@ -133,8 +141,11 @@ def install_openapi(app: FastAPI, *, auth: Callable[..., Any], admin: Callable[.
                     continue
                 responses = operation.setdefault("responses", {})
                 responses.pop("422", None)
-                for status in sorted(statuses_of(route, method, auth=auth, admin=admin)):
+                statuses = statuses_of(route, method, auth=auth, admin=admin)
+                for status in sorted(statuses):
                     responses[str(status)] = {"description": _WHY[status], **error}
+                if 401 in statuses:  # behind the token
+                    operation["security"] = [{BEARER: []}]
         app.openapi_schema = schema
         return schema
 

@@ -65,6 +65,10 @@ Listener = Callable[[dict[str, Any]], None]
 GoneProbe = Callable[[], Awaitable[bool]]
 """True when the browser behind the socket is known to be gone (never on a mere doubt)."""
 
+_CLOSE_SECONDS = 3.0
+"""How long :meth:`BidiConnection.close` waits for the closing handshake before it aborts
+the TCP connection (websockets' own limit is 10 s, and a full write buffer has none)."""
+
 
 class BidiConnection:
     """One BiDi WebSocket: commands with timeouts, events to listeners.
@@ -152,8 +156,11 @@ class BidiConnection:
         self._start_watchdog()
         limit = self.timeout if timeout is None else timeout
         try:
-            await self._ws.send(json.dumps({"id": ident, "method": method, "params": params or {}}))
+            # The write is bounded too: it waits while the socket's buffer is full.
             async with asyncio.timeout(limit):
+                await self._ws.send(
+                    json.dumps({"id": ident, "method": method, "params": params or {}})
+                )
                 message = await future
         except TimeoutError:
             raise BidiTimeout(method, limit) from None
@@ -197,10 +204,20 @@ class BidiConnection:
         await self.send("session.unsubscribe", {"subscriptions": [subscription]})
 
     async def close(self) -> None:
-        """Close the socket; pending commands fail with ``BrowserUnavailable``."""
+        """Close the socket; pending commands fail with ``BrowserUnavailable``. Bounded:
+        a peer that never finishes the closing handshake (or never reads) has the TCP
+        connection aborted after ``_CLOSE_SECONDS``."""
         if self._watchdog is not None:
             self._watchdog.cancel()
-        await self._ws.close()
+        try:
+            async with asyncio.timeout(_CLOSE_SECONDS):
+                await self._ws.close()
+        except TimeoutError:
+            log.info("the BiDi socket did not close in %.0f s: aborted", _CLOSE_SECONDS)
+            self._ws.transport.abort()
+        await asyncio.wait({self._reader}, timeout=_CLOSE_SECONDS)  # ends with the socket
+        if not self._reader.done():
+            self._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._reader
 

@@ -74,6 +74,16 @@ FIREFOX_PREFS: dict[str, Any] = {
 }
 """Firefox's counterpart of the Chromium flags: no background traffic to unreachable hosts."""
 
+NEW_SESSION_TIMEOUT = 120
+"""Seconds a WebDriver server may take to answer New Session (W3C WebDriver §New Session)
+before the start fails with ``BrowserUnavailable``. Selenium's own default is no limit: a
+browser that never finished starting (seen once with Firefox: geckodriver and Firefox both
+idle) held its caller forever. A start takes ~0.6 s (Chromium) to ~5 s (Firefox, first
+profile template) here; a Grid's queue waits 60 s in the tests."""
+
+DRIVER_STOP_GRACE = 10.0
+"""Seconds a driver's process group has to exit after SIGTERM before it is SIGKILLed."""
+
 
 @dataclass(frozen=True, slots=True)
 class SessionSpec:
@@ -129,23 +139,31 @@ def _firefox_options(spec: SessionSpec) -> Any:
     return options
 
 
-def create_session(endpoint: str, spec: SessionSpec) -> BrowserRef:
+def create_session(
+    endpoint: str, spec: SessionSpec, *, timeout: int = NEW_SESSION_TIMEOUT
+) -> BrowserRef:
     """Start a browser on the WebDriver server at ``endpoint`` (blocking; run in a thread).
+
+    Args:
+        timeout: seconds the server may stay silent on the request (a socket read).
 
     Returns:
         What a later call needs to reattach: endpoint, session id, BiDi socket URL.
 
     Raises:
-        BrowserUnavailable: the server refused or could not be reached, or gave no BiDi URL.
+        BrowserUnavailable: the server refused, could not be reached, or did not answer
+            within ``timeout``; or it gave no BiDi URL.
     """
     from selenium import webdriver
     from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.remote.client_config import ClientConfig
     from urllib3.exceptions import HTTPError
 
     started = time.time()
     options = _chromium_options(spec) if spec.kind == "chromium" else _firefox_options(spec)
+    config = ClientConfig(remote_server_addr=endpoint, timeout=timeout)
     try:
-        driver = webdriver.Remote(command_executor=endpoint, options=options)
+        driver = webdriver.Remote(command_executor=endpoint, options=options, client_config=config)
     except (WebDriverException, OSError, HTTPError) as exc:
         reason = type(exc).__name__
         raise BrowserUnavailable(
@@ -264,12 +282,39 @@ def _launch_driver(argv: list[str], url: str, timeout: float) -> int:
     return pid
 
 
-def _end_group(pid: int) -> None:
-    """SIGTERM a driver's process group (it and the browsers it started), and reap it."""
+def _end_group(pid: int, grace: float = DRIVER_STOP_GRACE) -> None:
+    """SIGTERM a driver's process group (it and the browsers it started), SIGKILL it if
+    the driver is still there after ``grace`` seconds, and reap the driver. Never waits
+    unbounded: a driver that ignored SIGTERM held the caller (and its event loop) forever."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGTERM)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
+    deadline = time.monotonic() + grace
+    while not _exited(pid):
+        if time.monotonic() > deadline:
+            log.warning("a WebDriver server ignored SIGTERM for %.0f s: killed", grace)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            return
+        time.sleep(0.02)
+
+
+def _is_driver(pid: int, url: str) -> bool:
+    """Whether ``pid`` is still the WebDriver server listening at ``url`` (never signal a
+    reused pid): its command line names the port (Linux ``/proc``), else it answers.
+
+    Not ``_answers`` alone: a driver busy ending its session (geckodriver waiting for a
+    Firefox to quit) may not answer ``/status`` in time, and was then left running with
+    its browser."""
+    if not _alive(pid):
+        return False
+    port = url.rstrip("/").rsplit(":", 1)[-1]
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return _answers(url)
+    return f"--port={port}".encode() in argv
 
 
 def _wait_group_gone(pgid: int, timeout: float) -> None:
@@ -277,20 +322,52 @@ def _wait_group_gone(pgid: int, timeout: float) -> None:
     browser still writing its profile must be gone before the profile is removed."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if not _group_running(pgid):
+            return
+        time.sleep(0.02)
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs. Zombies do not count: an exited
+    browser helper, orphaned when its browser quit, is reaped by init whenever init gets
+    to it (every 2 s on the CI machine's init, never under an init that does not reap),
+    and ``killpg(pgid, 0)`` counted it alive until then — 1.5 s of every Firefox close.
+    Read from ``/proc`` (Linux); elsewhere ``killpg(pgid, 0)``."""
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
         try:
             os.killpg(pgid, 0)
         except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(0.05)
+            return False
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
 
 
 def _exited(pid: int) -> bool:
-    """True once ``pid`` (our child) has exited; reaps it."""
+    """True once ``pid`` has exited: reaped when it is our child; another process's
+    child counts as exited once it is a zombie (its parent reaps it, maybe never)."""
     try:
         done, _ = os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
-        return not _alive(pid)
+        return not _alive(pid) or _zombie(pid)
     return done == pid
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
 def _alive(pid: int) -> bool:
@@ -360,7 +437,7 @@ class LocalChromedriver:
         current = self._read_state()
         if current is None:
             return False
-        running = _alive(current[0]) and _answers(current[1])  # never signal a reused pid
+        running = _is_driver(*current)
         if running:
             _end_group(current[0])
         with contextlib.suppress(FileNotFoundError):
@@ -564,7 +641,7 @@ class LocalGeckodriver:
         data = self._read_state(state) or {}
         pid = data.get("pid")
         running = False
-        if isinstance(pid, int) and _alive(pid) and _answers(endpoint):  # not a reused pid
+        if isinstance(pid, int) and _is_driver(pid, endpoint):
             running = True
             _end_group(pid)
             _wait_group_gone(pid, 10.0)

@@ -2,7 +2,10 @@
 
 :class:`BearerGate` wraps the SDK's streamable HTTP app: a request without a known token
 gets the HTTP API's 401 body; one with gets its :class:`Principal` in the ASGI scope,
-where :func:`principal_from_request` finds it for each tool call. The SDK's own Host /
+where :func:`principal_from_request` finds it for each tool call, and the SDK's
+``AuthenticatedUser`` naming that principal, so an MCP session answers only the principal
+(tenant and subject) that opened it: any other caller's ``Mcp-Session-Id`` is a 404, as
+if the session did not exist. The SDK's own Host /
 Origin checks (DNS rebinding) stay on for a loopback bind.
 """
 
@@ -11,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import Context, MCPServer
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
@@ -55,7 +60,21 @@ class BearerGate:
             )
             await response(scope, receive, send)
             return
-        await self._app({**scope, PRINCIPAL: principal}, receive, send)
+        await self._app({**scope, PRINCIPAL: principal, "user": _user(principal)}, receive, send)
+
+
+def _user(principal: Principal) -> AuthenticatedUser:
+    """The SDK's user for ``principal``: its session manager binds each MCP session to the
+    user that opened it (client id = tenant, subject = subject) and answers every other
+    user's request for that session id with 404. The bearer token itself is not kept."""
+    return AuthenticatedUser(
+        AccessToken(
+            token="",
+            client_id=principal.tenant,
+            scopes=[principal.role],
+            subject=principal.subject,
+        )
+    )
 
 
 def principal_from_request(ctx: Context[Any, Any]) -> Principal:

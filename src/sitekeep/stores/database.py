@@ -9,7 +9,11 @@ migrations (:mod:`sitekeep.stores.migrate`), never from ``create_all``.
 A failure of the database becomes :class:`~sitekeep.errors.StoreUnavailable` naming what
 failed and only the exception's type (a statement's parameters may hold values). A stopped
 PostgreSQL fails fast (``connect_timeout``) and a restarted one is used again without a
-restart of sitekeep (``pool_pre_ping`` replaces the dead pooled connections).
+restart of sitekeep: the worker-thread pool pings a connection at every checkout
+(``pool_pre_ping``); the event-loop reads do not (a ping is a round trip, as dear as the
+read), and a read that finds its connection dead runs once more on a new one — SQLAlchemy
+marks every connection made before the failure stale at the same time ("optimistic"
+disconnect handling; a read changes nothing, so running it twice is safe).
 
 Where the work runs (``bench/api_load.py`` measures it): a read on SQLite runs on the event
 loop (:meth:`Database.read`, a connection that never waits for a lock); everything else runs
@@ -20,13 +24,14 @@ event loop through psycopg's asyncio connection.
 from __future__ import annotations
 
 import asyncio
-import weakref
-from collections.abc import Awaitable, Callable
+import threading
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import anyio.to_thread
 import sqlalchemy as sa
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import SingletonThreadPool, StaticPool
 
@@ -90,7 +95,8 @@ def _async_engine(url: StoreUrl) -> AsyncEngine:
     """PostgreSQL reads on the event loop: psycopg's asyncio connection under the same
     SQLAlchemy statements (``AsyncConnection.run_sync``), no worker thread. Autocommit: a
     read is one statement, and a transaction around it was two more round trips (``BEGIN``
-    and the ``ROLLBACK`` of the pool's reset)."""
+    and the ``ROLLBACK`` of the pool's reset). No ping at checkout and no reset at
+    return: :meth:`Database.read` runs a read again when its connection was found dead."""
     return create_async_engine(
         url.url.replace("postgresql+psycopg://", "postgresql+psycopg_async://", 1),
         isolation_level="AUTOCOMMIT",
@@ -98,17 +104,9 @@ def _async_engine(url: StoreUrl) -> AsyncEngine:
         # new connection. A read waits (without a thread) for one when all are out.
         pool_size=ASYNC_POOL,
         max_overflow=0,
-        pool_pre_ping=True,
+        pool_reset_on_return=None,  # autocommit: no transaction is ever left open
         connect_args={"connect_timeout": CONNECT_TIMEOUT},
     )
-
-
-async def guarded_async(what: str, fn: Callable[[], Awaitable[T]]) -> T:
-    """:func:`guarded` for a coroutine."""
-    try:
-        return await fn()
-    except SQLAlchemyError as exc:
-        raise StoreUnavailable(f"{what} failed: {type(exc).__name__}") from exc
 
 
 def _reader_engine(url: StoreUrl) -> sa.Engine:
@@ -136,6 +134,14 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor.close()
 
 
+@contextmanager
+def _guard(what: str) -> Iterator[None]:
+    try:
+        yield
+    except SQLAlchemyError as exc:
+        raise StoreUnavailable(f"{what} failed: {type(exc).__name__}") from exc
+
+
 def guarded(what: str, fn: Callable[[], T]) -> T:
     """``fn()``, a database failure turned into ``StoreUnavailable`` naming ``what`` (and
     only the exception's type: a statement's parameters may hold values).
@@ -143,10 +149,26 @@ def guarded(what: str, fn: Callable[[], T]) -> T:
     Raises:
         StoreUnavailable: SQLAlchemy (or the driver under it) failed.
     """
-    try:
+    with _guard(what):
         return fn()
-    except SQLAlchemyError as exc:
-        raise StoreUnavailable(f"{what} failed: {type(exc).__name__}") from exc
+
+
+def _run_apart(coro: Coroutine[Any, Any, None]) -> None:
+    """Run ``coro`` to its end in a thread of its own (its own event loop): sync code may
+    call this whether or not an event loop runs in its thread."""
+    failed: list[BaseException] = []
+
+    def main() -> None:
+        try:
+            asyncio.run(coro)
+        except BaseException as exc:  # handed to the caller's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=main, name="sitekeep-dispose")
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
 
 
 class Database:
@@ -162,14 +184,6 @@ class Database:
         own = engine is None
         self._reader = _reader_engine(url) if own and url.scheme == "sqlite" else None
         self._async = _async_engine(url) if own and url.scheme == "postgresql" else None
-        self._async_connections: weakref.WeakSet[Any] = weakref.WeakSet()
-        if self._async is not None:
-            made = self._async_connections
-
-            def connected(dbapi_conn: Any, _record: Any) -> None:
-                made.add(dbapi_conn.driver_connection)
-
-            sa.event.listen(self._async.sync_engine, "connect", connected)
 
     def run_sync(self, what: str, fn: Callable[[sa.Connection], T], *, write: bool) -> T:
         """``fn(connection)`` in one transaction (committed when ``write``), guarded.
@@ -212,32 +226,36 @@ class Database:
             except OperationalError:
                 pass  # busy (or worse): the worker thread may wait, and reports a failure
         if self._async is not None:
-            engine = self._async
-
-            async def call() -> T:
-                async with engine.connect() as conn:
+            with _guard(what):
+                try:
+                    async with self._async.connect() as conn:
+                        return await conn.run_sync(fn)
+                except DBAPIError as exc:
+                    if not exc.connection_invalidated:
+                        raise
+                # The connection was dead (PostgreSQL restarted, or ended it): SQLAlchemy
+                # dropped it and marked every older one stale; once more, on a new one.
+                async with self._async.connect() as conn:
                     return await conn.run_sync(fn)
-
-            return await guarded_async(what, call)
         return await self.run(what, fn, write=False)
 
-    def dispose(self) -> None:
-        """Close the pooled connections."""
+    def _dispose_sync(self) -> None:
         self.engine.dispose()
         if self._reader is not None:
             self._reader.dispose()
+
+    def dispose(self) -> None:
+        """Close the pooled connections (from sync code; async code awaits :meth:`aclose`).
+
+        The event-loop connections are closed by their engine's own ``dispose``, run in a
+        thread of its own: this thread may be running an event loop it cannot wait on.
+        """
+        self._dispose_sync()
         if self._async is not None:
-            try:
-                asyncio.get_running_loop()
-            except RuntimeError:
-                asyncio.run(self._async.dispose())  # no loop in this thread: close them in one
-            else:  # inside a loop, from sync code: end them without awaiting (PQfinish)
-                self._async.sync_engine.dispose(close=False)
-                for conn in list(self._async_connections):
-                    conn.pgconn.finish()
+            _run_apart(self._async.dispose())
 
     async def aclose(self) -> None:
-        """:meth:`dispose` from async code: the event-loop connections closed too."""
+        """Close the pooled connections, from async code."""
         if self._async is not None:
             await self._async.dispose()
-        self.dispose()
+        self._dispose_sync()

@@ -1,0 +1,67 @@
+"""The SQL database's own promises on PostgreSQL (``sitekeep.stores.database``): a read on
+the event loop survives a pooled connection the server ended (no ping at checkout, one
+more try on a new connection), and ``dispose`` from sync code closes the event-loop
+connections even while an event loop runs in its thread."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+
+from sitekeep.stores import open_database
+from sitekeep.stores.database import Database
+
+pytestmark = pytest.mark.anyio
+
+
+def _pid(conn: sa.Connection) -> int:
+    return int(conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one())
+
+
+@pytest.fixture
+def pg(postgres_url: str) -> Iterator[Database]:
+    db = open_database(postgres_url)
+    yield db
+    db.dispose()
+
+
+def _admin(url: str) -> psycopg.Connection[tuple[int]]:
+    return psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True)
+
+
+def _alive(url: str, pids: set[int]) -> set[int]:
+    with _admin(url) as conn:
+        rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE pid = ANY(%s)", [list(pids)])
+        return {row[0] for row in rows}
+
+
+async def test_a_read_outlives_its_pooled_connections_ended_by_the_server(
+    pg: Database, postgres_url: str
+) -> None:
+    first = {await pg.read("reading", _pid) for _ in range(3)}
+    with _admin(postgres_url) as conn:
+        for pid in first:
+            conn.execute("SELECT pg_terminate_backend(%s)", [pid])
+    deadline = time.monotonic() + 5
+    while _alive(postgres_url, first) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # Every pooled connection is dead now; each read still answers, from a new one.
+    again = [await pg.read("reading", _pid) for _ in range(3)]
+    assert not set(again) & first
+
+
+async def test_dispose_from_sync_code_inside_a_running_loop_closes_the_loop_connections(
+    postgres_url: str,
+) -> None:
+    db = open_database(postgres_url)
+    pids = {await db.read("reading", _pid)}
+    assert _alive(postgres_url, pids) == pids
+    db.dispose()  # sync, on this thread's running loop
+    deadline = time.monotonic() + 5
+    while _alive(postgres_url, pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(postgres_url, pids)

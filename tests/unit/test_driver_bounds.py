@@ -1,0 +1,168 @@
+"""Every wait on a WebDriver server or its process is bounded (the proxy test's hang:
+geckodriver and Firefox idle, the run held for 75 minutes).
+
+The servers here stand for a wedged driver: a listening socket that accepts a request
+and never answers, and a process that ignores SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sitekeep.browser import driver
+from sitekeep.browser.driver import SessionSpec, create_session
+from sitekeep.errors import BrowserUnavailable
+
+
+@pytest.fixture
+def silent_endpoint() -> Iterator[str]:
+    """An HTTP endpoint that accepts connections and requests but never answers."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            held.append(conn)
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    listener.close()
+    for conn in held:
+        conn.close()
+
+
+HANG = 30.0
+"""Seconds after which a call counts as hung (its own bound is a second or less)."""
+
+
+def _returns(call: Callable[[], Any]) -> BaseException | None:
+    """Run ``call`` in a thread; fail the test if it is still running after ``HANG``
+    seconds (instead of hanging the run); the exception it raised, if any."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(HANG)
+    assert outcome, f"still waiting after {HANG:.0f} s: the wait is unbounded"
+    return outcome[0]
+
+
+def test_a_new_session_the_driver_never_answers_fails_after_the_timeout(
+    silent_endpoint: str,
+) -> None:
+    spec = SessionSpec("firefox", None)
+    raised = _returns(lambda: create_session(silent_endpoint, spec, timeout=1))
+    assert isinstance(raised, BrowserUnavailable) and "gave no browser" in str(raised)
+
+
+def _ignores_sigterm() -> int:
+    """A child in a process group of its own that ignores SIGTERM, as a wedged driver."""
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"
+    pid = driver._spawn_detached([sys.executable, "-c", code])
+    time.sleep(0.5)  # it set its handler
+    return pid
+
+
+def test_a_driver_that_ignores_sigterm_is_killed_after_the_grace() -> None:
+    pid = _ignores_sigterm()
+    try:
+        assert _returns(lambda: driver._end_group(pid, grace=0.3)) is None
+        assert not driver._alive(pid)  # killed and reaped
+    finally:
+        if driver._alive(pid):
+            os.killpg(pid, 9)
+            os.waitpid(pid, 0)
+
+
+def test_a_geckodriver_too_busy_to_answer_is_still_stopped_with_its_group(
+    tmp_path: Path,
+) -> None:
+    """A geckodriver busy ending its session (waiting for a Firefox to quit) does not
+    answer ``/status``; it was then left running with its browser. Its command line still
+    names its port, so it is ended — and a process on another port never is."""
+    gecko = driver.LocalGeckodriver(tmp_path, None)
+    port, other = driver._free_port(), driver._free_port()
+    code = "import time; time.sleep(300)"  # never answers HTTP, as a busy driver
+    busy = driver._spawn_detached([sys.executable, "-c", code, f"--port={port}"])
+    stranger = driver._spawn_detached([sys.executable, "-c", code, f"--port={other}"])
+    try:
+        (tmp_path / "geckodriver").mkdir()
+        elsewhere = next(p for p in iter(driver._free_port, 0) if p not in (port, other))
+        gecko._write_state(f"http://127.0.0.1:{port}", pid=busy)
+        gecko._write_state(f"http://127.0.0.1:{elsewhere}", pid=stranger)  # a reused pid
+        assert gecko.stop(f"http://127.0.0.1:{port}")
+        assert not driver._alive(busy)
+        assert not gecko.stop_all()  # the pid recorded for another port is not a driver
+        assert driver._alive(stranger)
+    finally:
+        for pid in (busy, stranger):
+            if driver._alive(pid):
+                os.killpg(pid, 9)
+                os.waitpid(pid, 0)
+
+
+def test_a_group_left_with_only_a_zombie_counts_as_gone() -> None:
+    """An exited browser helper stays a zombie until init reaps it (every 2 s on the CI
+    machine's init; never under one that does not reap); waiting for it cost 1.5 s of
+    every Firefox close. Here the zombie is our own unreaped child, so it stays."""
+    pid = driver._spawn_detached(["/bin/sh", "-c", "exit 0"])
+    try:
+        while (
+            Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0]
+            != "Z"
+        ):
+            time.sleep(0.01)
+        assert _returns(lambda: driver._wait_group_gone(pid, 600.0)) is None
+        assert Path(f"/proc/{pid}").exists()  # still there, a zombie: it was not waited for
+    finally:
+        os.waitpid(pid, 0)
+
+
+def test_ending_a_driver_another_process_started_does_not_wait_on_its_zombie(
+    tmp_path: Path,
+) -> None:
+    """``sitekeep stop`` ends a chromedriver that a running ``sitekeep serve`` started:
+    dead, it stays a zombie until serve reaps it (never). That counts as ended."""
+    note = tmp_path / "child.pid"
+    code = (
+        "import os, signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "child = os.fork()\n"
+        "if child == 0:\n"
+        "    os._exit(0)\n"
+        f"open({str(note)!r}, 'w').write(str(child))\n"
+        "time.sleep(300)\n"
+    )
+    parent = driver._spawn_detached([sys.executable, "-c", code])
+    try:
+        while not (note.exists() and note.read_text()):
+            time.sleep(0.01)
+        zombie = int(note.read_text())
+        while not driver._zombie(zombie):
+            time.sleep(0.01)
+        assert _returns(lambda: driver._end_group(zombie, grace=600.0)) is None
+    finally:
+        os.killpg(parent, 9)
+        os.waitpid(parent, 0)
