@@ -75,7 +75,7 @@ class Done:
         refs: what happened to the snapshot refs (SPEC §8).
         snapshot: the new ref map, when ``refs`` is ``replaced``.
         typed: (secret, field) names typed, never values.
-        saved: a save's counts (for the journal's ``saved`` mark), when it saved.
+        saved: a save's counts (its journal finish carries them), when it saved.
     """
 
     result: Mapping[str, Any] = field(default_factory=dict)

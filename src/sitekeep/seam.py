@@ -230,10 +230,11 @@ class Session:
         snapshot: RefMap | None = None,
         typed: Sequence[tuple[str, str]] = (),
         looked: bool = True,
+        saved: Mapping[str, Any] | None = None,
     ) -> bool:
         """The finish of ``op`` (after a snapshot record when ``snapshot`` replaced the
-        refs); False — the session unsettled, a warning added — when it could not be
-        written."""
+        refs), with a save's counts in its effects when ``saved``; False — the session
+        unsettled, a warning added — when it could not be written."""
         started = op.started
         page, withheld = self.last if looked and self.last else (None, False)
         generation = self.browser.ref.generation if self.browser else None
@@ -262,6 +263,7 @@ class Session:
                     secrets=typed,
                     generation=generation,
                     error=error_json(error) if error is not None else None,
+                    saved=saved,
                 )
             )
             return True
@@ -369,16 +371,10 @@ class Session:
             raise
         self._apply(done)
         page, withheld = await self.landed(done.page) if done.page else await self.look()
-        if done.saved is not None:
-            await self._saved_mark(done.saved, step)
-        await self.finish(begun, refs=done.refs, snapshot=done.snapshot, typed=done.typed)
+        await self.finish(
+            begun, refs=done.refs, snapshot=done.snapshot, typed=done.typed, saved=done.saved
+        )
         return {**done.result, **_landing(page, withheld)}
-
-    async def _saved_mark(self, counts: Mapping[str, Any], step: int | None) -> None:
-        try:
-            await self.mark("saved", step=step, detail=counts)
-        except (JournalUnavailable, JournalConflict):
-            self._unsettle()
 
     async def _failed(
         self, begun: _Op, exc: SitekeepError, typed: tuple[tuple[str, str], ...]
@@ -948,7 +944,7 @@ class Seam:
 
         Returns:
             The result ``{saved: {cookies, sites, skipped, spare_reads}, uri}``, where the
-            browser is, and the counts for the journal's ``saved`` mark.
+            browser is, and the counts its journal finish carries (``effects.saved``).
         """
         with self.metrics.timed(self.metrics.saves):
             read = await self.read_site_data(record, browser, full=full, indexed_db=indexed_db)
@@ -972,12 +968,12 @@ class Seam:
         self, record: SessionRecord, browser: LiveBrowser, *, full: bool, indexed_db: bool
     ) -> SiteDataRead:
         """What a save would store — composed over the session's snapshot — and what it
-        left out; nothing is written (a profile capture keeps it elsewhere, SPEC §9)."""
-        previous = await self.load_snapshot(record.tenant, record.key)
+        left out; nothing is written (a profile capture keeps it elsewhere, SPEC §9). The
+        last snapshot is loaded beside the browser's first reads."""
         captured = await read_snapshot(
             browser,
             [e.origin for e in record.history],
-            previous,
+            self.load_snapshot(record.tenant, record.key),
             deadline=self.settings.save_deadline,
             cap=self.settings.snapshot_cap,
             now=self.clock(),

@@ -73,6 +73,7 @@ def session() -> Chain:
     chain.snapshot(1)
     chain.op("click", page="https://b.example.test/x", refs="unknown")
     chain.add(records.mark("saved", parent=chain.state.head, detail={"cookies": 1}))
+    chain.op("save_site_data", page="https://b.example.test/x", saved={"cookies": 2, "sites": 1})
     return chain
 
 
@@ -243,8 +244,12 @@ async def test_the_timeline_pairs_begins_and_finishes(journal: Journal) -> None:
         ("navigate", "ok", "https://a.example.test/"),
         ("snapshot", "ok", None),
         ("click", "ok", "https://b.example.test/x"),
+        ("save_site_data", "ok", "https://b.example.test/x"),
         ("type", "pending", None),
     ]
     assert rows[1]["snapshot"] == {"number": 1, "refs": 3}
-    assert [r["mark"] for r in rows if "mark" in r] == ["saved"]
+    assert [r["mark"] for r in rows if "mark" in r] == ["saved"]  # an older journal's
+    saves = [r.get("saved") for r in rows if r.get("op") == "save_site_data"]
+    assert saves == [{"cookies": 2, "sites": 1}]
+    assert all("saved" not in r for r in rows if r.get("op") in ("navigate", "click"))
     assert rows[-1]["args"] == {} and started.op == "type"

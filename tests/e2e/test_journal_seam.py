@@ -91,7 +91,13 @@ async def test_every_call_is_journaled_redacted_with_its_refs_and_the_timeline_s
         ("finish", "save_site_data", 1),
         ("finish", "run_flow", None),
     ]
-    assert any(r.get("mark") == "saved" and r["detail"]["cookies"] >= 0 for r in written)
+    # The save's counts ride on its finish: no separate mark, one fsync less (issue #15).
+    save_finish = next(r for r in steps if r["type"] == "finish" and r["op"] == "save_site_data")
+    assert set(save_finish["effects"]["saved"]) == {"cookies", "sites", "skipped"}
+    assert all(isinstance(v, int) for v in save_finish["effects"]["saved"].values())
+    assert not any(r.get("mark") == "saved" for r in written)
+    state = (await api.service.journal.replay(JournalKey(WHO.tenant, "j"))).state
+    assert state.last_save is not None and state.last_save.record == save_finish["id"]
     for record in written[1:]:
         assert record["parent"] is not None  # one branch, each on the one before
     assert [r["parent"] for r in written[1:]] == [r["id"] for r in written[:-1]]

@@ -239,6 +239,23 @@ def test_mark_details_keep_counts_and_listed_names_only() -> None:
     assert note.detail == {"cookies": 3, "sites": 1, "profile": "work", "x": 1}
 
 
+def test_a_save_finish_keeps_counts_never_a_value_and_round_trips() -> None:
+    begin = started("save_site_data")
+    marker = secrets.token_hex(8)
+    done = records.finish(
+        begin,
+        "ok",
+        parent=begin.id,
+        saved={"cookies": 3, "sites": 2, "skipped": 0, "leak": f"value-{marker}"},
+    )
+    assert done.effects.saved == {"cookies": 3, "sites": 2, "skipped": 0, "leak": 22}
+    line = records.encode(done)
+    assert marker.encode() not in line
+    assert records.decode(line[:-1]) == done
+    plain = records.finish(begin, "ok", parent=begin.id)
+    assert b"saved" not in records.encode(plain)  # no counts, no field: older lines alike
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     text=st.text(min_size=1, max_size=40),

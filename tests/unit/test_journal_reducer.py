@@ -123,6 +123,31 @@ def test_a_withheld_url_is_not_recorded_and_secrets_are_kept_by_name_newest_last
     assert chain.state.typed_secrets == (("mail", "username"), ("shop", "password"))
 
 
+def test_a_save_is_told_by_its_finish_and_an_older_journals_saved_mark_still_counts() -> None:
+    chain = Chain()
+    done = chain.op("save_site_data", saved={"cookies": 3, "sites": 1, "skipped": 0})
+    assert chain.state.last_save is not None
+    assert (chain.state.last_save.record, chain.state.last_save.at) == (done.id, done.at)
+    assert chain.state.last_save.detail == {"cookies": 3, "sites": 1, "skipped": 0}
+    old = chain.add(records.mark("saved", parent=chain.state.head, detail={"cookies": 5}))
+    assert chain.state.last_save.record == old.id  # a journal written before: the mark
+    chain.op("click")
+    assert chain.state.last_save.record == old.id  # a finish without counts: no save
+    chain.add(records.mark("forgotten", parent=chain.state.head, detail={"hosts": 1}))
+    assert chain.state.last_save is None
+
+
+def test_a_failed_save_finish_is_no_save() -> None:
+    chain = Chain()
+    started = chain.begin("save_site_data")
+    chain.add(
+        records.finish(
+            started, "failed", parent=started.id, saved={"cookies": 1}, error={"type": "x"}
+        )
+    )
+    assert chain.state.last_save is None
+
+
 def test_saved_forgotten_and_cleared_marks() -> None:
     chain = Chain()
     chain.op("navigate", page="https://a.example.test/")

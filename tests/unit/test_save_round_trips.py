@@ -14,8 +14,10 @@ import pytest
 
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.save import save_read
+from sitekeep.browser.snapshot import read_snapshot
 from sitekeep.browser.tracker import LeaveTracker
-from sitekeep.model import BrowserRef
+from sitekeep.errors import BrowserUnavailable
+from sitekeep.model import BrowserRef, SiteData
 
 ORIGIN = "http://a.example.test:8000"
 URL = f"{ORIGIN}/page"
@@ -112,3 +114,54 @@ async def test_a_save_of_the_main_tab_alone_sends_every_read_before_any_reply() 
     assert read.page == PageInfo(URL, "the title")
     assert read.order[0] == ORIGIN
     assert read.local[ORIGIN] == {"k": "v"}
+
+
+@pytest.mark.anyio
+async def test_the_last_snapshot_is_loaded_beside_the_browsers_first_reads() -> None:
+    conn = HeldConn()
+    ref = BrowserRef("chromium", "http://127.0.0.1:1", "s", "ws://127.0.0.1:1", 1.0)
+    browser = LiveBrowser(ref, conn, LeaveTracker.at_birth(), "main")  # type: ignore[arg-type]
+    loading = asyncio.Event()
+    loaded = asyncio.Event()
+
+    async def load() -> SiteData | None:
+        loading.set()
+        await loaded.wait()
+        return SiteData()
+
+    saving = asyncio.ensure_future(
+        read_snapshot(browser, [ORIGIN], load(), deadline=5.0, cap=1 << 20, now=1.0)
+    )
+    for _ in range(100):
+        await asyncio.sleep(0)
+    assert loading.is_set() and sorted(conn.sent) == ["script.evaluate", "storage.getCookies"]
+    conn.release.set()
+    loaded.set()
+    captured = await saving
+    assert ORIGIN in captured.snapshot.origins
+
+
+@pytest.mark.anyio
+async def test_a_failed_browser_read_drops_the_snapshot_load_under_way() -> None:
+    class DeadConn(HeldConn):
+        async def send(self, method: str, params: Any = None, **_: Any) -> dict[str, Any]:
+            raise BrowserUnavailable("gone")
+
+    ref = BrowserRef("chromium", "http://127.0.0.1:1", "s", "ws://127.0.0.1:1", 1.0)
+    browser = LiveBrowser(ref, DeadConn(), LeaveTracker.at_birth(), "main")  # type: ignore[arg-type]
+    never = asyncio.Event()
+    cancelled = []
+
+    async def load() -> SiteData | None:
+        try:
+            await never.wait()
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return None
+
+    with pytest.raises(BrowserUnavailable):
+        await read_snapshot(browser, [ORIGIN], load(), deadline=5.0, cap=1 << 20, now=1.0)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert cancelled == [True]

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import inspect
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +34,7 @@ class Captured:
 async def read_snapshot(
     browser: LiveBrowser,
     history_origins: Sequence[str],
-    previous: SiteData | None,
+    previous: SiteData | Awaitable[SiteData | None] | None,
     *,
     deadline: float,
     cap: int,
@@ -45,7 +47,9 @@ async def read_snapshot(
     Args:
         history_origins: the origins to carry, newest first; the main tab's origin goes
             first whether it is there or not (found by the same round trip as the reads).
-        previous: the last snapshot, whose values stand where a read failed.
+        previous: the last snapshot, whose values stand where a read failed — or an
+            awaitable of it (a store read), awaited beside the browser's reads: a save
+            waits on the slower of the two, not on both (issue #15).
         deadline: seconds the spare-tab loop may take. cap: the snapshot cap, bytes.
         now: seconds since the epoch, the snapshot's ``saved_at``.
 
@@ -53,7 +57,17 @@ async def read_snapshot(
         SnapshotTooLarge: the cookies alone pass ``cap``.
         BrowserUnavailable: BiDi is down; nothing was read.
     """
-    read = await save_read(browser, history_origins, deadline=deadline, full=full)
+    if inspect.isawaitable(previous):
+        loading = asyncio.ensure_future(previous)
+        loading.add_done_callback(_retrieved)
+        try:
+            read = await save_read(browser, history_origins, deadline=deadline, full=full)
+        except BaseException:
+            loading.cancel()
+            raise
+        previous = await loading
+    else:
+        read = await save_read(browser, history_origins, deadline=deadline, full=full)
     order = read.order
     databases: dict[str, list[dict[str, Any]]] | None = None
     databases_failed: dict[str, str] = {}
@@ -80,3 +94,9 @@ async def read_snapshot(
     skipped.extend(Skipped(o, PARTITIONED) for o in read.partitioned)
     skipped.extend(lost_reason(c) for c in read.lost_cookies)
     return Captured(snapshot, skipped, read.spare_reads, order, read.page)
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """A store read left behind by a failed browser read: its error is not the save's."""
+    if not task.cancelled():
+        task.exception()

@@ -5,9 +5,10 @@ A record is one JSON object on one UTF-8 line ending in ``\\n``::
     {"type", "v", "id", "parent", "at", "op", "call", "step", ...}
 
 - ``type``: ``begin`` (before an operation touches the browser), ``finish`` (after its
-  effects were observed), ``snapshot`` (a ref map, written once and named by later records),
-  ``mark`` (something that happened to the session: opened, reopened, saved, restored,
-  forgotten, cleared).
+  effects were observed; a save's counts ride on it, ``effects.saved``), ``snapshot``
+  (a ref map, written once and named by later records), ``mark`` (something that
+  happened to the session: opened, reopened, restored, forgotten, cleared; ``saved`` in
+  journals written before saves finished with their counts).
 - ``id``: 32 lowercase hex digits, unique. ``parent``: the id of the record before it on its
   branch, ``null`` for the root. Parents form a tree; a fork starts a branch.
 - ``at``: seconds since the epoch. ``op``: the operation (``navigate``, ``run_flow``…);
@@ -146,6 +147,9 @@ class Effects(Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=Tru
         secrets: secrets typed, by name.
         generation: the browser generation after it; None when no browser is left,
             unset when the operation did not look.
+        saved: a save's counts (``{cookies, sites, skipped}``, never a name or value),
+            when the operation replaced the session's snapshot. Journals written before
+            it carried them in a ``saved`` mark; replay folds both the same way.
     """
 
     pages: tuple[Url, ...] = ()
@@ -154,6 +158,7 @@ class Effects(Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=Tru
     refs: RefsEffect = RefsEffect("unknown")
     secrets: tuple[TypedSecret, ...] = ()
     generation: Generation | UnsetType | None = UNSET
+    saved: dict[str, Scalar] | None = None
 
 
 class Finish(_Record, tag="finish", frozen=True, kw_only=True):
@@ -192,7 +197,9 @@ class SnapshotHead(_Record, tag="snapshot", frozen=True, kw_only=True, forbid_un
 class Mark(_Record, tag="mark", frozen=True, kw_only=True):
     """Something that happened to the session: a browser ``opened`` or silently
     ``reopened`` (with its ``generation``), site data ``saved``, ``restored`` or
-    ``forgotten``, the history ``cleared``. ``detail`` holds counts, never values."""
+    ``forgotten``, the history ``cleared``. ``detail`` holds counts, never values.
+    A save is now told by its finish (``Effects.saved``); ``saved`` marks of older
+    journals still replay."""
 
     mark: MarkKind
     generation: Generation | UnsetType | None = UNSET
@@ -322,6 +329,7 @@ def finish(
     secrets: Iterable[tuple[str, str]] = (),
     generation: str | UnsetType | None = UNSET,
     error: Mapping[str, Any] | None = None,
+    saved: Mapping[str, Any] | None = None,
     at: float | None = None,
 ) -> Finish:
     """The finish of ``started``: its outcome and effects, URLs and error redacted.
@@ -330,6 +338,7 @@ def finish(
         parent: the record before it on the branch (``started.id``, or a snapshot record
             the operation wrote).
         snapshot: the snapshot record's id when ``refs`` is ``replaced``.
+        saved: a save's counts, kept as ``redact.detail`` keeps a mark's.
     """
     envelope = _envelope(parent, at, started.op, started.call, started.step)
     return Finish(
@@ -344,6 +353,7 @@ def finish(
             refs=RefsEffect(refs, snapshot),
             secrets=tuple(TypedSecret(s, f) for s, f in secrets),
             generation=generation,
+            saved=redact.detail(saved) if saved is not None else None,
         ),
         error=redact.error(error) if error is not None else None,
     )

@@ -14,8 +14,9 @@ the state the live one held. What it keeps:
 - ``unsettled``: begins without their finish. While one is unsettled the refs are held
   but not usable (:meth:`SessionState.usable_refs`): the effects of the unfinished
   operation are unknown, and only a new snapshot after an inspection makes refs again;
-- ``last_save``: the last ``saved`` mark, cleared by ``forgotten`` (of the whole
-  snapshot; one host forgotten, ``detail.site``, leaves the rest saved);
+- ``last_save``: the last save — a finish whose effects carry ``saved`` counts, or a
+  ``saved`` mark of an older journal — cleared by ``forgotten`` (of the whole snapshot;
+  one host forgotten, ``detail.site``, leaves the rest saved);
 - ``cleared`` (the admin's Clear of the history) keeps the top entry only;
 - ``typed_secrets``: (secret, field) names typed in this session, newest last.
 
@@ -91,7 +92,8 @@ class Pending(Struct, frozen=True):
 
 
 class LastSave(Struct, frozen=True):
-    """The last save: its mark's id and time, and its counts (cookies, sites…)."""
+    """The last save: its record's id (the save's finish, or an older journal's
+    ``saved`` mark) and time, and its counts (cookies, sites…)."""
 
     record: str
     at: float
@@ -230,6 +232,8 @@ class Reducer:
             del self._typed[: -self.rules.typed_secrets_cap]
         if effects.page is not None or effects.withheld:
             self.url, self.url_withheld = effects.page, effects.withheld
+        if effects.saved is not None and record.outcome == "ok":
+            self.last_save = LastSave(record.id, record.at, dict(effects.saved))
 
     def _refs_after(self, status: RefsStatus, named: str | None) -> None:
         """A snapshot a finish names must be the last one defined on the branch, and

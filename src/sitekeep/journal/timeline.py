@@ -21,9 +21,10 @@ def rows(entries: Iterable[Entry]) -> list[dict[str, Any]]:
 
     Returns:
         ``[{position, at, op, call, step, args?, outcome, url?, url_withheld?, duration?,
-        refs?, error?}]`` for operations — ``outcome: "pending"`` for a begin whose finish
-        is not among the entries — and ``[{position, at, mark, detail}]`` for marks;
-        a line that is not a valid record gives ``{position, invalid: reason}``.
+        refs?, saved?, error?}]`` for operations (``saved``: a save's counts) —
+        ``outcome: "pending"`` for a begin whose finish is not among the entries — and
+        ``[{position, at, mark, detail}]`` for marks; a line that is not a valid record gives
+        ``{position, invalid: reason}``.
     """
     found: list[dict[str, Any]] = []
     open_rows: dict[str, dict[str, Any]] = {}
@@ -82,6 +83,8 @@ def _finished(record: Finish) -> dict[str, Any]:
         row["url_withheld"] = True
     elif effects.page is not None:
         row["url"] = effects.page
+    if effects.saved is not None:
+        row["saved"] = dict(effects.saved)
     if record.error is not None:
         row["error"] = dict(record.error)
     return row
