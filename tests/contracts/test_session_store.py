@@ -32,6 +32,15 @@ async def store(url: str, clock: FakeClock) -> AsyncIterator[SessionStore]:
     await opened.aclose()
 
 
+@pytest.fixture
+async def two(url: str, clock: FakeClock) -> AsyncIterator[tuple[SessionStore, SessionStore]]:
+    """Two stores on one backend, as two replicas (or processes) hold them."""
+    first, second = open_session_store(url, clock), open_session_store(url, clock)
+    yield first, second
+    await first.aclose()
+    await second.aclose()
+
+
 async def test_get_returns_the_exact_bytes_set_including_nul_and_high_bytes(
     store: SessionStore,
 ) -> None:
@@ -278,44 +287,40 @@ async def test_expire_keeps_the_revision(store: SessionStore) -> None:
 
 @pytest.mark.parametrize("backend", DURABLE, ids=ids)
 async def test_of_two_concurrent_writes_at_one_revision_exactly_one_wins(
-    url: str, clock: FakeClock
+    two: tuple[SessionStore, SessionStore],
 ) -> None:
-    first, second = open_session_store(url, clock), open_session_store(url, clock)
-    try:
-        await first.set("sess:a", b"base")
-        results = await asyncio.gather(
-            *(
-                (first if i % 2 else second).write("sess:a", f"w{i}".encode(), ttl=None, revision=1)
-                for i in range(8)
-            )
+    first, second = two
+    await first.set("sess:a", b"base")
+    results = await asyncio.gather(
+        *(
+            (first if i % 2 else second).write("sess:a", f"w{i}".encode(), ttl=None, revision=1)
+            for i in range(8)
         )
-        won = [r for r in results if r is not None]
-        assert won == [2]
-        winner = results.index(2)
-        assert await second.get("sess:a") == f"w{winner}".encode()
-    finally:
-        await first.aclose()
-        await second.aclose()
+    )
+    won = [r for r in results if r is not None]
+    assert won == [2]
+    winner = results.index(2)
+    assert await second.get("sess:a") == f"w{winner}".encode()
 
 
 @pytest.mark.parametrize("backend", DURABLE, ids=ids)
 async def test_of_concurrent_deletes_of_one_key_exactly_one_counts_it(
-    url: str, clock: FakeClock
+    two: tuple[SessionStore, SessionStore], clock: FakeClock
 ) -> None:
     # A live-view ticket is single use because of this: of two redeemers only the one
     # whose delete removed it may win (sitekeep.live.LiveSessions.redeem).
-    first, second = open_session_store(url, clock), open_session_store(url, clock)
-    try:
-        for round_ in range(10):
-            key = f"ticket:{round_}"
-            await first.set(key, b"one use", ttl=30)
-            counts = await asyncio.gather(
-                *((first if i % 2 else second).delete(key) for i in range(8))
-            )
-            assert sorted(counts) == [0] * 7 + [1], counts
-    finally:
-        await first.aclose()
-        await second.aclose()
+    first, second = two
+    for round_ in range(10):
+        key = f"ticket:{round_}"
+        await first.set(key, b"one use", ttl=30)
+        counts = await asyncio.gather(*((first if i % 2 else second).delete(key) for i in range(8)))
+        assert sorted(counts) == [0] * 7 + [1], counts
+    # An expired key is removed by a delete but not counted: it was already gone.
+    await first.set("ticket:old", b"one use", ttl=30)
+    clock.advance(31)
+    assert await second.delete("ticket:old") == 0
+    clock.advance(-31)
+    assert await first.get("ticket:old") is None
 
 
 # --- backend-specific: what only some backends promise -----------------------------------

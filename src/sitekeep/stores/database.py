@@ -185,6 +185,13 @@ class Database:
         self._reader = _reader_engine(url) if own and url.scheme == "sqlite" else None
         self._async = _async_engine(url) if own and url.scheme == "postgresql" else None
 
+    @property
+    def orders_by_code_point(self) -> bool:
+        """Whether string comparisons order by code point (SQLite's BINARY collation), so
+        every key starting with a prefix lies in one range of the key's index. Not on
+        PostgreSQL, whose column collation may be a language's."""
+        return self.engine.dialect.name == "sqlite"
+
     def run_sync(self, what: str, fn: Callable[[sa.Connection], T], *, write: bool) -> T:
         """``fn(connection)`` in one transaction (committed when ``write``), guarded.
 

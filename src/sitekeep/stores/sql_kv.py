@@ -36,9 +36,9 @@ _KEYS_IN_RANGE = _KEYS.where(
     kv.c.key >= sa.bindparam("prefix", type_=sa.String),
     kv.c.key < sa.bindparam("after", type_=sa.String),
 )
-"""``_KEYS`` over the primary key's index on SQLite, whose BINARY collation orders keys by
-code point (PostgreSQL's may be a language's, where a range need not hold every key that
-starts with the prefix): a tenant's list reads that tenant's rows, not the whole table."""
+"""``_KEYS`` over the primary key's index where the database orders keys by code point
+(:attr:`Database.orders_by_code_point`): a tenant's list reads that tenant's rows, not the
+whole table."""
 _READ_MANY = sa.select(kv.c.key, kv.c.value, kv.c.revision).where(
     kv.c.key.in_(sa.bindparam("keys", expanding=True)),
     sa.or_(kv.c.expires_at.is_(None), kv.c.expires_at > sa.bindparam("now")),
@@ -136,13 +136,13 @@ class SqlStore:
 
     async def delete(self, *keys: str) -> int:
         def remove(conn: sa.Connection) -> int:
-            # The count is the DELETE's own: a count read before it let two concurrent
-            # deletes both count a key (SQLite reads outside the write's transaction,
-            # PostgreSQL's READ COMMITTED reads before the row lock), so a single-use
-            # ticket could be redeemed twice.
-            live = conn.execute(sa.delete(kv).where(kv.c.key.in_(keys), self._alive()))
-            conn.execute(sa.delete(kv).where(kv.c.key.in_(keys)))  # expired leftovers
-            return int(live.rowcount)
+            # The count is the DELETE's own (RETURNING): a count read before it let two
+            # concurrent deletes both count a key (SQLite reads outside the write's
+            # transaction, PostgreSQL's READ COMMITTED reads before the row lock), so a
+            # single-use ticket could be redeemed twice. Expired leftovers go too, uncounted.
+            now = self._clock()
+            gone = conn.execute(sa.delete(kv).where(kv.c.key.in_(keys)).returning(kv.c.expires_at))
+            return sum(1 for (expires_at,) in gone if expires_at is None or expires_at > now)
 
         return await self._db.run(_WHAT, remove, write=True) if keys else 0
 
@@ -159,7 +159,7 @@ class SqlStore:
 
     async def keys(self, prefix: str) -> list[str]:
         params = {"prefix": prefix, "length": len(prefix), "now": self._clock()}
-        after = _after(prefix) if self._db.url.scheme in ("sqlite", "memory") else None
+        after = _after(prefix) if self._db.orders_by_code_point else None
         query = _KEYS if after is None else _KEYS_IN_RANGE
         if after is not None:
             params["after"] = after
