@@ -341,13 +341,8 @@ def _group_running(pgid: int) -> bool:
             return False
         return True
     for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+        fields = _stat(entry) if entry.name.isdigit() else None  # None: gone meanwhile
+        if fields and len(fields) > 2 and fields[0] != "Z" and fields[2] == str(pgid):
             return True
     return False
 
@@ -363,11 +358,17 @@ def _exited(pid: int) -> bool:
 
 
 def _zombie(pid: int) -> bool:
+    fields = _stat(Path(f"/proc/{pid}"))
+    return fields is not None and fields[0] == "Z"
+
+
+def _stat(entry: Path) -> list[str] | None:
+    """The fields of ``<entry>/stat`` after the command name (``proc(5)``: state, ppid,
+    pgrp, …), or None when the process is gone or this is no Linux ``/proc``."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+        return (entry / "stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
 
 
 def _alive(pid: int) -> bool:
