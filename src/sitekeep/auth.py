@@ -11,7 +11,9 @@ until it is made, and making one here forgets them all). A revoked token is refu
 once by the process that revoked it; another replica that resolved it in the last 30 s
 accepts it until its memory of it runs out — for calls only: an admin UI sign-in, which
 lasts hours, asks the store afresh (``resolve(fresh=True)``), and what that learns this
-process forgets at once.
+process forgets at once. What a token opened that outlives the call (a live socket) asks
+:meth:`Authenticator.holds` as it goes, under the same rule: closed at once here, within
+30 s elsewhere.
 
 A token is named by its **id**: the first 16 hex digits of its SHA-256 — enough to list
 and revoke it, useless to sign in with.
@@ -118,6 +120,7 @@ class Authenticator:
         self._unknown_seconds = unknown_seconds
         self._cache: dict[str, tuple[Principal, float]] = {}
         self._unknown: dict[str, float] = {}
+        self._held: dict[tuple[str, str], float] = {}  # (tenant, id) → known to stand until
 
     async def create(self, tenant: str, subject: str, role: Role) -> str:
         """A new token for (tenant, subject, role); the only time it is ever shown.
@@ -156,7 +159,29 @@ class Authenticator:
             raise NotFound("token", id_)
         for digest in [d for d in self._cache if token_id(d) == id_]:
             del self._cache[digest]
+        for held in [h for h in self._held if h[1] == id_]:
+            del self._held[held]
         return _info(rows[0])
+
+    async def holds(self, id_: str, tenant: str) -> bool:
+        """Whether the token of this id (of ``tenant``) still stands — for what a token
+        opened that outlives the call (a live socket asks every half second). Like a
+        resolved token, a standing one is remembered for ``cache_seconds``, and forgotten
+        at once when this process revokes it: another replica's revocation is seen within
+        ``cache_seconds``.
+
+        Raises:
+            StoreUnavailable: the token database cannot be reached.
+        """
+        now = time.monotonic()
+        if self._held.get((tenant, id_), 0.0) > now:
+            return True
+        standing = any(token_id(r.token_hash) == id_ for r in await self._store.list(tenant))
+        if standing:
+            if len(self._held) >= _CACHE_LIMIT:
+                self._held.clear()
+            self._held[tenant, id_] = now + self._cache_seconds
+        return standing
 
     async def resolve(self, token: str, *, fresh: bool = False) -> Principal | None:
         """The principal a token stands for, or None.
@@ -180,7 +205,7 @@ class Authenticator:
                 self._unknown.clear()
             self._unknown[digest] = now + self._unknown_seconds
             return None
-        principal = Principal(tenant=row.tenant, subject=row.subject, role=row.role)
+        principal = Principal(row.tenant, row.subject, row.role, token=token_id(digest))
         if len(self._cache) >= _CACHE_LIMIT:
             self._cache.clear()
         self._cache[digest] = (principal, now + self._cache_seconds)

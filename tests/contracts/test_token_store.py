@@ -165,3 +165,20 @@ async def test_a_malformed_token_id_is_invalid_input_naming_id(
     with pytest.raises(InvalidInput) as caught:
         await auth.revoke(bad)
     assert caught.value.field == "id"
+
+
+async def test_a_standing_token_holds_until_revoked_here_at_once_and_elsewhere_in_the_window(
+    database: Database,
+) -> None:
+    store = SqlTokenStore(database)
+    here, there, uncached = Authenticator(store), Authenticator(store), Authenticator(store)
+    token = await here.create("t1", "agent", "member")
+    principal = await here.resolve(token)
+    assert principal is not None and principal.token == hash_token(token)[:16]
+    id_ = principal.token
+    assert await here.holds(id_, "t1") and await there.holds(id_, "t1")
+    assert not await here.holds(id_, "t2")  # another tenant's id never holds
+    await here.revoke(id_, "t1")
+    assert not await here.holds(id_, "t1")  # the revoking process: at once
+    assert await there.holds(id_, "t1")  # another replica: until its 30 s memory runs out
+    assert not await uncached.holds(id_, "t1")  # ...then it asks the store

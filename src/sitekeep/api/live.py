@@ -10,9 +10,11 @@ Routes::
     WS     /v1/live-sessions/{id}/socket   first message {"ticket": …}; then frames out
                                            (binary JPEG), JSON messages both ways
 
-A socket refused (no ticket within 10 s, unknown/spent ticket, another live session's)
-gets one ``error`` message and closes with code 4401; a live session whose browser is
-gone, 4404.
+A socket refused (no ticket within 10 s, unknown/spent ticket, another live session's, or
+one whose token or UI sign-in has since ended) gets one ``error`` message and closes with
+code 4401; a live session whose browser is gone, 4404. An open socket whose token is
+revoked, or whose UI sign-in ends, gets ``{"type": "closed", "reason": "revoked" |
+"signed_out"}`` and closes (``sitekeep.live``).
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ async def serve_socket(ws: WebSocket, svc: Service, id_: str) -> None:
             ticket = json.loads(first).get("ticket")
         except (ValueError, AttributeError):
             ticket = None
-        who, live = await svc.live.redeem(ticket, id_)
+        who, live, grant = await svc.live.redeem(ticket, id_)
     except TimeoutError:
         await ws.send_text(_refusal(Unauthorized("no ticket came")))
         await ws.close(4401)
@@ -102,6 +104,7 @@ async def serve_socket(ws: WebSocket, svc: Service, id_: str) -> None:
         send=ws.send_text,
         send_bytes=ws.send_bytes,
         receive=ws.receive_text,
+        grant=grant,
     )
     try:
         await relay.run()
