@@ -1,7 +1,9 @@
-"""A live socket lasts only as long as what let it in (SPEC §10, §12), against a real
-``sitekeep serve`` whose live sessions stream a real Chromium: revoking the token that
-asked for the ticket, or signing out of the admin UI that asked for it, closes the open
-socket, and a ticket asked for before cannot open another."""
+"""The live socket's gates (SPEC §10, §12), against a real ``sitekeep serve`` whose live
+sessions stream a real Chromium: another site's page is refused at the upgrade; a socket
+lasts only as long as what let it in — revoking the token that asked for the ticket, or
+signing out of the admin UI that asked for it, closes the open socket, and a ticket asked
+for before cannot open another. ``tests/ui/test_live.py`` has a real browser's page on
+another site try the upgrade."""
 
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ from typing import Any
 
 import httpx
 import pytest
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
+from websockets.typing import Origin
 
 from sitekeep.auth import hash_token, token_id
 
@@ -60,8 +63,9 @@ def _closed_reason(ws: ClientConnection) -> str:
     return reason
 
 
-def _refused(served: Served, path: str, ticket: str) -> dict[str, Any]:
-    with connect(served.url.replace("http://", "ws://") + path) as ws:
+def _refused(served: Served, path: str, ticket: str, origin: str | None = None) -> dict[str, Any]:
+    url = served.url.replace("http://", "ws://") + path
+    with connect(url, origin=Origin(origin) if origin else None) as ws:
         ws.send(json.dumps({"ticket": ticket}))
         refusal = _next_message(ws, CLOSE_WAIT)
         with pytest.raises(ConnectionClosed):
@@ -125,3 +129,18 @@ def test_signing_out_of_the_admin_ui_closes_the_live_socket_it_opened(served: Se
             assert _refused(served, path, spare.json()["ticket"])["error"]["type"] == "unauthorized"
         finally:
             http.delete("/v1/sessions/live-ui", headers=_bearer(boss))
+
+
+def test_another_sites_origin_is_refused_at_the_upgrade_and_no_origin_or_our_own_passes(
+    served: Served,
+) -> None:
+    path = "/v1/live-sessions/0123456789abcdef/socket"
+    url = served.url.replace("http://", "ws://") + path
+    for foreign in ("http://evil.other.test", served.url + ".evil.test", "null"):
+        with pytest.raises(InvalidStatus) as caught:
+            connect(url, origin=Origin(foreign))
+        assert caught.value.response.status_code == 403, foreign
+    # Past the upgrade, the ticket decides: a forged one is refused with 4401.
+    for origin in (None, served.url):
+        refusal = _refused(served, path, "lt_forged", origin)
+        assert refusal["error"]["type"] == "unauthorized", origin
