@@ -239,9 +239,12 @@ def _routes(app: FastAPI) -> None:
         }
 
     @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
-    async def metrics(svc: Svc) -> Response:
-        """Prometheus text format (no token: it holds counts only, never a key or value)."""
-        return Response(await svc.metrics_text(), media_type=CONTENT_TYPE)
+    async def metrics(request: Request, svc: Svc) -> Response:
+        """Prometheus text format, counts only (never a key or value) but of every tenant:
+        it needs ``Authorization: Bearer <SITEKEEP_METRICS_TOKEN>`` (the scrape token, not
+        an API token), and is closed (401) while that setting is unset."""
+        authorization = request.headers.get("authorization")
+        return Response(await svc.metrics_text(authorization), media_type=CONTENT_TYPE)
 
     @app.get("/v1/sessions", tags=["sessions"])
     async def list_sessions(who: Who, svc: Svc) -> JSON:
