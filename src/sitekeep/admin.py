@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from sitekeep.seam import Session
     from sitekeep.service import Service
 
-__all__ = ["SIGN_IN_TTL", "Admin", "SignIn"]
+__all__ = ["SIGN_IN_TTL", "Admin", "SignIn", "sign_in_ref"]
 
 SIGN_IN_TTL = 8 * 3600.0
 """How long an admin UI sign-in lasts, in seconds from signing in."""
@@ -62,8 +62,14 @@ class SignIn:
     expires_at: float
 
 
+def sign_in_ref(sid: str) -> str:
+    """A sign-in's reference: the SHA-256 of its id, hex — what the store keys it by, so
+    what outlives a request (a live socket) can check the sign-in without its id."""
+    return hashlib.sha256(sid.encode()).hexdigest()
+
+
 def _sign_in_key(sid: str) -> str:
-    return _SIGN_IN_PREFIX + hashlib.sha256(sid.encode()).hexdigest()
+    return _SIGN_IN_PREFIX + sign_in_ref(sid)
 
 
 class Admin:
@@ -379,14 +385,23 @@ class Admin:
         """The live sign-in an id stands for, or None (unknown, expired or malformed)."""
         if not sid or len(sid) > 256:
             return None
-        raw = await self._svc._store.get(_sign_in_key(sid))
+        return await self._signed_in_by(sign_in_ref(sid))
+
+    async def _signed_in_by(self, ref: str) -> SignIn | None:
+        raw = await self._svc._store.get(_SIGN_IN_PREFIX + ref)
         if raw is None:
             return None
         data = json.loads(raw)
         if data["expires_at"] <= self._svc._clock() or data["role"] != "admin":
             return None
-        principal = Principal(data["tenant"], data["subject"], "admin")
+        principal = Principal(data["tenant"], data["subject"], "admin", token=data.get("token", ""))
         return SignIn(principal, data["csrf"], data["expires_at"])
+
+    async def holds(self, ref: str) -> bool:
+        """Whether the sign-in of this reference (:func:`sign_in_ref`) is still live: not
+        signed out, not ended by revoking its token, not expired. Sign-ins live in the
+        session store, so every replica sees the change at once."""
+        return await self._signed_in_by(ref) is not None
 
     async def sign_out(self, sid: str) -> None:
         """End a sign-in (a no-op for an unknown id)."""

@@ -8,10 +8,13 @@ Resolved tokens are remembered for ``cache_seconds`` (30 s), so a read that touc
 browser costs no database round trip; unknown ones for ``unknown_seconds`` (5 s), so a
 flood of bad tokens costs no database round trip each either (a token is unknown only
 until it is made, and making one here forgets them all). A revoked token is refused at
-once by the process that revoked it; another replica that resolved it in the last 30 s
-accepts it until its memory of it runs out — for calls only: an admin UI sign-in, which
-lasts hours, asks the store afresh (``resolve(fresh=True)``), and what that learns this
-process forgets at once.
+once by the process that revoked it — even by a lookup already in flight, whose answer may
+have been read before the delete: it is asked again and not remembered; another replica
+that resolved it in the last 30 s accepts it until its memory of it runs out — for calls
+only: an admin UI sign-in, which lasts hours, asks the store afresh
+(``resolve(fresh=True)``), and what that learns this process forgets at once. What a token
+opened that outlives the call (a live socket) asks :meth:`Authenticator.holds` as it goes,
+under the same rule: closed at once here, within 30 s elsewhere.
 
 A token is named by its **id**: the first 16 hex digits of its SHA-256 — enough to list
 and revoke it, useless to sign in with.
@@ -118,6 +121,10 @@ class Authenticator:
         self._unknown_seconds = unknown_seconds
         self._cache: dict[str, tuple[Principal, float]] = {}
         self._unknown: dict[str, float] = {}
+        self._held: dict[tuple[str, str], float] = {}  # (tenant, id) → known to stand until
+        self._revocations = 0
+        """Bumped by every revocation here, after its delete: a store answer that began
+        before it may predate the delete, so it is neither remembered nor trusted."""
 
     async def create(self, tenant: str, subject: str, role: Role) -> str:
         """A new token for (tenant, subject, role); the only time it is ever shown.
@@ -156,7 +163,33 @@ class Authenticator:
             raise NotFound("token", id_)
         for digest in [d for d in self._cache if token_id(d) == id_]:
             del self._cache[digest]
+        for held in [h for h in self._held if h[1] == id_]:
+            del self._held[held]
+        self._revocations += 1
         return _info(rows[0])
+
+    async def holds(self, id_: str, tenant: str) -> bool:
+        """Whether the token of this id (of ``tenant``) still stands — for what a token
+        opened that outlives the call (a live socket asks every half second). Like a
+        resolved token, a standing one is remembered for ``cache_seconds``, and forgotten
+        at once when this process revokes it: another replica's revocation is seen within
+        ``cache_seconds``.
+
+        Raises:
+            StoreUnavailable: the token database cannot be reached.
+        """
+        now = time.monotonic()
+        if self._held.get((tenant, id_), 0.0) > now:
+            return True
+        revocations = self._revocations
+        standing = await self._listed(id_, tenant)
+        if standing and revocations != self._revocations:  # asked across a revocation
+            return await self._listed(id_, tenant)
+        if standing:
+            if len(self._held) >= _CACHE_LIMIT:
+                self._held.clear()
+            self._held[tenant, id_] = now + self._cache_seconds
+        return standing
 
     async def resolve(self, token: str, *, fresh: bool = False) -> Principal | None:
         """The principal a token stands for, or None.
@@ -173,18 +206,31 @@ class Authenticator:
             return cached[0]
         if self._unknown.get(digest, 0.0) > now:
             return None
+        revocations = self._revocations
         row = await self._store.find(digest)
+        if revocations != self._revocations:
+            # A revocation ran while the store answered: the row may have been read before
+            # its delete. Ask once more (after the delete) and remember nothing.
+            row = await self._store.find(digest)
+            return None if row is None else self._principal(row, digest)
         if row is None:
             self._cache.pop(digest, None)  # a fresh look found it revoked: forget it here too
             if len(self._unknown) >= _CACHE_LIMIT:
                 self._unknown.clear()
             self._unknown[digest] = now + self._unknown_seconds
             return None
-        principal = Principal(tenant=row.tenant, subject=row.subject, role=row.role)
+        principal = self._principal(row, digest)
         if len(self._cache) >= _CACHE_LIMIT:
             self._cache.clear()
         self._cache[digest] = (principal, now + self._cache_seconds)
         return principal
+
+    @staticmethod
+    def _principal(row: TokenRow, digest: str) -> Principal:
+        return Principal(row.tenant, row.subject, row.role, token=token_id(digest))
+
+    async def _listed(self, id_: str, tenant: str) -> bool:
+        return any(token_id(r.token_hash) == id_ for r in await self._store.list(tenant))
 
     async def principal(self, authorization: str | None) -> Principal:
         """Who an ``Authorization`` header value stands for.

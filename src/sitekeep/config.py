@@ -12,7 +12,7 @@ import shlex
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from sitekeep.limits import MAX_BODY
@@ -109,6 +109,10 @@ class Settings(BaseSettings):
     live_captures: int | None = Field(default=None, ge=1, le=4)
     """Overlapping ``captureScreenshot`` commands per live socket (the newest frame wins,
     order kept); None: per browser, :data:`sitekeep.live.PIPELINE` (Chromium 3, Firefox 1)."""
+    metrics_token: SecretStr | None = Field(default=None, min_length=16)
+    """The scrape token ``GET /metrics`` needs (``Authorization: Bearer <it>``; at least 16
+    characters). Its counts span every tenant (SPEC §12), so without it ``/metrics`` is
+    closed (401)."""
     host: str = "127.0.0.1"
     port: int = Field(default=8700, ge=1, le=65535)
     journal_url: str | None = None

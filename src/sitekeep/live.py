@@ -9,7 +9,12 @@ any replica can serve the socket.
 The WebSocket is authorised by a **ticket**: random, single use (redeeming deletes it; of
 two redeemers only the one whose delete removed it wins), ~30 s, bound to the live session
 and its owner; only its SHA-256 is stored. It travels in the socket's first message, never
-in a URL (URLs are logged).
+in a URL (URLs are logged). The ticket also names what it was asked with — the bearer
+token's id, and the admin UI sign-in's reference when the UI asked — and the socket lasts
+only as long as they do (:class:`Grant`): revoking the token, or signing out of the UI,
+closes it within :data:`WATCH_EVERY` in the process that did it (a sign-out on any
+replica, sign-ins being in the session store), and within the token cache's 30 s on
+another replica (``Authenticator.holds``).
 
 :class:`Relay` pumps one socket: frames out as binary JPEG messages, JSON messages both
 ways (:mod:`sitekeep.browser.screencast` has the input messages). Before its first frame
@@ -62,6 +67,7 @@ __all__ = [
     "PIPELINE",
     "SIZE",
     "TICKET_TTL",
+    "Grant",
     "LiveSession",
     "LiveSessions",
     "Relay",
@@ -118,6 +124,21 @@ class LiveSession:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """What a live socket was let in with, checked for as long as it lasts (SPEC §12).
+
+    Attributes:
+        token: the id of the bearer token that asked for the ticket
+            (:func:`sitekeep.auth.token_id`), ``""`` when none.
+        sign_in: the admin UI sign-in's reference (:func:`sitekeep.admin.sign_in_ref`)
+            when the UI asked for the ticket, else ``""``.
+    """
+
+    token: str = ""
+    sign_in: str = ""
+
+
 def _live_key(tenant: str, subject: str) -> str:
     return f"{_LIVE_PREFIX}{tenant}/{subject}"
 
@@ -141,9 +162,11 @@ class LiveSessions:
         url: str | None = None,
         profile: str | None = None,
         country: str | None = None,
+        sign_in: str = "",
     ) -> dict[str, Any]:
         """Open (or return to) the session ``key`` (a new one when None) like
-        ``open_session``, make it the owner's live session, and issue a ticket.
+        ``open_session``, make it the owner's live session, and issue a ticket (bound to
+        ``who.token``, and to the UI sign-in of reference ``sign_in`` when given).
 
         Returns:
             ``{id, key, created_at, expires_at, socket, ticket, ticket_expires_at, url,
@@ -156,10 +179,12 @@ class LiveSessions:
         opened = await svc.open_session(
             who, key=key, browser=browser, url=url, profile=profile, country=country
         )
-        live, ticket = await self._start(who, opened["key"])
+        live, ticket = await self._start(who, opened["key"], sign_in)
         return {**live.as_json(), **ticket, "url": opened["url"], "title": opened["title"]}
 
-    async def _start(self, who: Principal, key: str) -> tuple[LiveSession, dict[str, Any]]:
+    async def _start(
+        self, who: Principal, key: str, sign_in: str = ""
+    ) -> tuple[LiveSession, dict[str, Any]]:
         """Record the owner's live session on ``key`` (replacing theirs) and a ticket."""
         svc = self._svc
         now = svc._clock()
@@ -167,7 +192,7 @@ class LiveSessions:
         live = LiveSession(secrets.token_hex(8), key, who.tenant, who.subject, now, now + ttl)
         raw = json.dumps(asdict(live)).encode()
         await svc._store.set(_live_key(who.tenant, who.subject), raw, ttl=ttl)
-        return live, await self._issue(who, live)
+        return live, await self._issue(who, live, sign_in)
 
     async def current(self, tenant: str, subject: str) -> LiveSession | None:
         """The owner's live session, or None (none, or past its TTL)."""
@@ -183,7 +208,7 @@ class LiveSessions:
             raise NotFound("live session", id_)
         return live
 
-    async def _issue(self, who: Principal, live: LiveSession) -> dict[str, Any]:
+    async def _issue(self, who: Principal, live: LiveSession, sign_in: str) -> dict[str, Any]:
         ticket = "lt_" + secrets.token_urlsafe(32)
         expires_at = self._svc._clock() + TICKET_TTL
         data = {
@@ -192,12 +217,15 @@ class LiveSessions:
             "role": who.role,
             "id": live.id,
             "expires_at": expires_at,
+            "token": who.token,
+            "sign_in": sign_in,
         }
         await self._svc._store.set(_ticket_key(ticket), json.dumps(data).encode(), ttl=TICKET_TTL)
         return {"ticket": ticket, "ticket_expires_at": expires_at}
 
-    async def ticket(self, who: Principal, id_: str) -> dict[str, Any]:
-        """A fresh ticket for the caller's own live session (to connect again).
+    async def ticket(self, who: Principal, id_: str, sign_in: str = "") -> dict[str, Any]:
+        """A fresh ticket for the caller's own live session (to connect again), bound as
+        :meth:`create`'s.
 
         Returns:
             ``{ticket, ticket_expires_at}``.
@@ -205,7 +233,7 @@ class LiveSessions:
         Raises:
             NotFound: ``id`` is not the caller's current live session.
         """
-        return await self._issue(who, await self._require(who, id_))
+        return await self._issue(who, await self._require(who, id_), sign_in)
 
     async def end(self, who: Principal, id_: str) -> dict[str, Any]:
         """End the caller's live session: its sockets close (within :data:`WATCH_EVERY`);
@@ -221,8 +249,9 @@ class LiveSessions:
         await self._svc._store.delete(_live_key(who.tenant, who.subject))
         return {"id": live.id, "key": live.key, "ended": True}
 
-    async def redeem(self, ticket: object, id_: str) -> tuple[Principal, LiveSession]:
-        """Spend a ticket for the socket of live session ``id``.
+    async def redeem(self, ticket: object, id_: str) -> tuple[Principal, LiveSession, Grant]:
+        """Spend a ticket for the socket of live session ``id``: who it lets in, to which
+        live session, and what it was asked with (for :meth:`why_over`).
 
         Raises:
             Unauthorized: no such ticket (unknown, spent or expired), or one for another
@@ -237,15 +266,29 @@ class LiveSessions:
         data = json.loads(raw)
         if data["expires_at"] <= self._svc._clock():
             raise Unauthorized("unknown, spent or expired ticket")
-        who = Principal(data["tenant"], data["subject"], data["role"])
+        grant = Grant(data.get("token", ""), data.get("sign_in", ""))
+        who = Principal(data["tenant"], data["subject"], data["role"], token=grant.token)
         live = await self.current(who.tenant, who.subject)
         if data["id"] != id_ or live is None or live.id != id_:
             raise Unauthorized("the ticket is not for this live session, or it has ended")
-        return who, live
+        if await self._lapsed(live, grant) is not None:
+            raise Unauthorized("the token or sign-in that asked for this ticket has ended")
+        return who, live, grant
 
-    async def why_over(self, live: LiveSession) -> str | None:
-        """None while ``live`` is its owner's live session; else ``ended``, ``replaced``
-        or ``expired``."""
+    async def _lapsed(self, live: LiveSession, grant: Grant) -> str | None:
+        """``signed_out`` or ``revoked`` when what let the socket in has ended, else None."""
+        if grant.sign_in and not await self._svc.admin.holds(grant.sign_in):
+            return "signed_out"
+        if grant.token and not await self._svc.auth.holds(grant.token, live.tenant):
+            return "revoked"
+        return None
+
+    async def why_over(self, live: LiveSession, grant: Grant | None = None) -> str | None:
+        """None while ``live`` is its owner's live session and ``grant`` (when given)
+        still stands; else ``ended``, ``replaced``, ``expired``, ``signed_out`` (the UI
+        sign-in that asked for the ticket ended) or ``revoked`` (its token was)."""
+        if grant is not None and (lapsed := await self._lapsed(live, grant)) is not None:
+            return lapsed
         raw = await self._svc._store.get(_live_key(live.tenant, live.subject))
         if raw is None:
             return "expired" if live.expires_at <= self._svc._clock() else "ended"
@@ -286,10 +329,12 @@ class Relay:
         send: Send,
         send_bytes: SendBytes,
         receive: Receive,
+        grant: Grant | None = None,
     ) -> None:
         self._svc = service
         self._who = who
         self._live = live
+        self._grant = grant if grant is not None else Grant(who.token)
         self._browser = browser
         self._send = send
         self._send_bytes = send_bytes
@@ -529,7 +574,7 @@ class Relay:
     async def _watcher(self) -> None:
         while True:
             await asyncio.sleep(WATCH_EVERY)
-            reason = await self._svc.live.why_over(self._live)
+            reason = await self._svc.live.why_over(self._live, self._grant)
             if reason is not None:
                 self._close({"type": "closed", "reason": reason})
                 return

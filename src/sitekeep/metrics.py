@@ -11,11 +11,16 @@ time, so they hold for every replica:
 - ``sitekeep_sessions_opened_total`` — ``open_session`` calls that succeeded;
 - ``sitekeep_errors_total{type}`` — error answers by the error's ``type`` (SPEC §5 shape).
 
-Labels never carry a key, URL, host or value: only the fixed words above.
+Labels never carry a key, URL, host or value: only the fixed words above — and no tenant:
+a scrape sees every tenant's counts together, so it is for the operator alone. It needs
+the scrape token of ``SITEKEEP_METRICS_TOKEN`` (:func:`check_scraper`); without that
+setting ``/metrics`` is closed, since any tenant's agent could otherwise watch the others'
+sessions come and go (SPEC §12).
 """
 
 from __future__ import annotations
 
+import hmac
 import time
 from collections import Counter as Tally
 from collections.abc import Iterator
@@ -23,12 +28,30 @@ from contextlib import contextmanager
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from pydantic import SecretStr
 
-__all__ = ["CONTENT_TYPE", "Metrics"]
+from sitekeep.auth import bearer_token
+from sitekeep.errors import Unauthorized
+
+__all__ = ["CONTENT_TYPE", "Metrics", "check_scraper"]
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 # Saves and restores take tens of milliseconds to several seconds (bench/save_restore.py).
 _BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+def check_scraper(expected: SecretStr | None, authorization: str | None) -> None:
+    """Let a scrape through only with ``Authorization: Bearer <SITEKEEP_METRICS_TOKEN>``
+    (compared in constant time; never echoed).
+
+    Raises:
+        Unauthorized: no scrape token is set, or the header does not carry it.
+    """
+    if expected is None:
+        raise Unauthorized("/metrics is closed: set SITEKEEP_METRICS_TOKEN and scrape with it")
+    given = bearer_token(authorization)
+    if not hmac.compare_digest(given.encode(), expected.get_secret_value().encode()):
+        raise Unauthorized("that is not the scrape token (SITEKEEP_METRICS_TOKEN)")
 
 
 class Metrics:

@@ -42,11 +42,18 @@ Role = Literal["admin", "member"]
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who makes a call: the tenant (workspace), the subject and its role (SPEC §1)."""
+    """Who makes a call: the tenant (workspace), the subject and its role (SPEC §1).
+
+    ``token`` is the id of the bearer token the call came with
+    (:func:`sitekeep.auth.token_id`: 16 hex digits, never the token), ``""`` when none (the
+    CLI, a stored record). It takes no part in equality: two tokens of one subject are
+    one principal; what outlives a call (a live socket, an MCP session) binds to it.
+    """
 
     tenant: str
     subject: str
     role: Role = "member"
+    token: str = field(default="", compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,6 +49,7 @@ from sitekeep.interop import FORMATS, Format, export_site_data, import_text
 from sitekeep.journal import Journal, JournalKey, open_journal
 from sitekeep.live import LiveSessions
 from sitekeep.masking import masked_site_data
+from sitekeep.metrics import check_scraper
 from sitekeep.model import (
     BrowserKind,
     Cookie,
@@ -143,9 +144,9 @@ class Stores:
 
 
 GAUGES_EVERY = 5.0
-"""Seconds ``/metrics`` answers the gauges it last read (sessions, live browsers): it needs
-no token, and each read scans every session key (100k sessions on Redis: 3 s a read, and 4
-clients asking in a loop held /healthz's p95 at 1.1 s)."""
+"""Seconds ``/metrics`` answers the gauges it last read (sessions, live browsers): each read
+scans every session key (100k sessions on Redis: 3 s a read, and 4 clients asking in a loop
+held /healthz's p95 at 1.1 s), and a leaked scrape token must not make that a lever."""
 
 
 class Service:
@@ -730,14 +731,18 @@ class Service:
         """
         return [await self._session_row(who, r) for r in await self.records(who.tenant)]
 
-    async def metrics_text(self) -> bytes:
+    async def metrics_text(self, authorization: str | None) -> bytes:
         """``GET /metrics``: the Prometheus text format, the gauges read from the session
         store (records) and the run ledger (live browsers of every replica) at most every
-        :data:`GAUGES_EVERY` seconds, once for every caller waiting meanwhile.
+        :data:`GAUGES_EVERY` seconds, once for every caller waiting meanwhile — for the
+        scraper holding ``SITEKEEP_METRICS_TOKEN`` alone (the counts span tenants).
 
         Raises:
+            Unauthorized: ``authorization`` does not carry the scrape token, or none is set
+                (checked before any store is read).
             StoreUnavailable: a store cannot be reached.
         """
+        check_scraper(self.settings.metrics_token, authorization)
         async with self._gauges_lock:  # callers at once share one read of the stores
             if self._gauges is None or time.monotonic() - self._gauges[0] >= GAUGES_EVERY:
                 sessions = len(await self._store.keys("session/"))

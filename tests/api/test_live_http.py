@@ -20,7 +20,7 @@ OTHER = Principal(WHO.tenant, "someone-else", "member")
 
 async def test_a_ticket_is_spent_by_its_first_use(api: Api) -> None:
     live, issued = await api.service.live._start(WHO, "s1")
-    who, found = await api.service.live.redeem(issued["ticket"], live.id)
+    who, found, _ = await api.service.live.redeem(issued["ticket"], live.id)
     assert who == WHO and found == live
     with pytest.raises(Unauthorized):
         await api.service.live.redeem(issued["ticket"], live.id)

@@ -12,17 +12,37 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from pydantic import SecretStr
 
 from fixtures.sites import Sites
 from sitekeep import __version__
 from sitekeep.logs import configure_logging
-from support import Api
+from support import Api, ApiFactory
 
 SIGNED_IN = "App — signed in as alice"
 
 
+SCRAPE = "scrape-dummy-0123456789abcdef"
+"""The test's SITEKEEP_METRICS_TOKEN."""
+
+
 def _anonymous(api: Api) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=api.http._transport, base_url="http://sitekeep.test")
+
+
+def _scraper(api: Api, token: str = SCRAPE) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        transport=api.http._transport,
+        base_url="http://sitekeep.test",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+
+
+@pytest.fixture
+async def scraped(make_api: ApiFactory) -> Api:
+    """An :class:`Api` whose server has the scrape token :data:`SCRAPE`."""
+    result: Api = await make_api(metrics_token=SecretStr(SCRAPE))
+    return result
 
 
 @pytest.mark.anyio
@@ -46,15 +66,16 @@ def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 @pytest.mark.anyio
 async def test_metrics_count_sessions_browsers_saves_restores_and_errors(
-    api: Api, sites: Sites
+    scraped: Api, sites: Sites
 ) -> None:
+    api = scraped
     await api.open(key="m1", url=sites.url("app.example.test", "/login"))
     await api.save("m1")
     await api.close("m1")
     assert (await api.open(key="m1"))["title"] == SIGNED_IN  # restored
     await api.call("GET", "/v1/sessions/nope", status=404)
     await api.call("POST", "/v1/sessions", {"key": "../x"}, status=400)
-    reply = await _anonymous(api).get("/metrics")
+    reply = await _scraper(api).get("/metrics")
     assert reply.status_code == 200 and reply.headers["content-type"].startswith("text/plain")
     got = _samples(reply.text)
     assert got[("sitekeep_sessions", ())] == 1
@@ -69,9 +90,10 @@ async def test_metrics_count_sessions_browsers_saves_restores_and_errors(
 
 @pytest.mark.anyio
 async def test_a_flood_of_metrics_requests_reads_the_session_keys_once(
-    api: Api, monkeypatch: pytest.MonkeyPatch
+    scraped: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # /metrics needs no token, and its gauge scans every session key of every tenant.
+    # A leaked scrape token must be no lever: the gauge scans every session key.
+    api = scraped
     store = api.service._store
     scans: list[str] = []
     keys = store.keys
@@ -81,11 +103,34 @@ async def test_a_flood_of_metrics_requests_reads_the_session_keys_once(
         return await keys(prefix)
 
     monkeypatch.setattr(store, "keys", counted)
-    replies = await asyncio.gather(*(_anonymous(api).get("/metrics") for _ in range(8)))
-    replies.append(await _anonymous(api).get("/metrics"))
+    replies = await asyncio.gather(*(_scraper(api).get("/metrics") for _ in range(8)))
+    replies.append(await _scraper(api).get("/metrics"))
     assert [r.status_code for r in replies] == [200] * 9
     assert scans == ["session/"]
     assert len({_samples(r.text)[("sitekeep_sessions", ())] for r in replies}) == 1
+
+
+@pytest.mark.anyio
+async def test_metrics_need_the_scrape_token_and_are_closed_without_one(
+    api: Api, scraped: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its counts span every tenant (SPEC §12): no tenant's token, nor anyone, reads them
+    # unless the operator set a scrape token; a refused scrape reads no store.
+    admin = await scraped.service.create_token("t1", "boss", "admin")
+    scans: list[str] = []
+    for served in (api, scraped):
+        monkeypatch.setattr(served.service._store, "keys", lambda prefix: scans.append(prefix))
+    closed = await _anonymous(api).get("/metrics")
+    assert closed.status_code == 401
+    assert "SITEKEEP_METRICS_TOKEN" in closed.json()["error"]["message"]
+    assert (await _scraper(api).get("/metrics")).status_code == 401  # not set here
+    for header in (None, f"Bearer {admin}", f"Bearer {SCRAPE[:-1]}", f"Basic {SCRAPE}"):
+        headers = {"Authorization": header} if header else {}
+        refused = await _anonymous(scraped).get("/metrics", headers=headers)
+        assert refused.status_code == 401 and refused.json()["error"]["type"] == "unauthorized"
+        assert SCRAPE not in refused.text and admin not in refused.text
+    assert scans == []
+    assert repr(scraped.service.settings).count(SCRAPE) == 0
 
 
 @pytest.mark.anyio

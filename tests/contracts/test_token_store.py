@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
+import anyio
 import pytest
 import sqlalchemy as sa
 
@@ -165,3 +166,60 @@ async def test_a_malformed_token_id_is_invalid_input_naming_id(
     with pytest.raises(InvalidInput) as caught:
         await auth.revoke(bad)
     assert caught.value.field == "id"
+
+
+async def test_a_standing_token_holds_until_revoked_here_at_once_and_elsewhere_in_the_window(
+    database: Database,
+) -> None:
+    store = SqlTokenStore(database)
+    here, there, uncached = Authenticator(store), Authenticator(store), Authenticator(store)
+    token = await here.create("t1", "agent", "member")
+    principal = await here.resolve(token)
+    assert principal is not None and principal.token == hash_token(token)[:16]
+    id_ = principal.token
+    assert await here.holds(id_, "t1") and await there.holds(id_, "t1")
+    assert not await here.holds(id_, "t2")  # another tenant's id never holds
+    await here.revoke(id_, "t1")
+    assert not await here.holds(id_, "t1")  # the revoking process: at once
+    assert await there.holds(id_, "t1")  # another replica: until its 30 s memory runs out
+    assert not await uncached.holds(id_, "t1")  # ...then it asks the store
+
+
+async def test_a_lookup_in_flight_during_a_revocation_neither_caches_nor_returns_the_token(
+    database: Database,
+) -> None:
+    store = SqlTokenStore(database)
+    read, release = anyio.Event(), anyio.Event()
+
+    class Slow:
+        """A store whose first find reads the row, then answers only once released — a
+        PostgreSQL round trip that read before the revocation's delete committed."""
+
+        slow = True
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(store, name)
+
+        async def find(self, token_hash: str) -> TokenRow | None:
+            row = await store.find(token_hash)
+            if self.slow:
+                self.slow = False
+                read.set()
+                await release.wait()
+            return row
+
+    auth = Authenticator(Slow())  # type: ignore[arg-type]
+    token = await auth.create("t1", "agent", "member")
+    found: list[Principal | None] = []
+    async with anyio.create_task_group() as tasks:
+
+        async def look() -> None:
+            found.append(await auth.resolve(token))
+
+        tasks.start_soon(look)
+        await read.wait()
+        await auth.revoke(hash_token(token)[:16], "t1")
+        release.set()
+    assert found == [None]  # the revocation wins the race...
+    assert await auth.resolve(token) is None  # ...and nothing of it was remembered
+    assert not await auth.holds(hash_token(token)[:16], "t1")

@@ -4,6 +4,7 @@ session; no token, no MCP."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import socket
@@ -50,6 +51,8 @@ class Served:
     url: str
     token: str
     other_token: str
+    admin_token: str
+    """An admin token of the same tenant and subject as ``token``."""
 
     @asynccontextmanager
     async def client(self, token: str, session: str | None = None) -> AsyncIterator[Client]:
@@ -75,6 +78,7 @@ def served(tmp_path: Path, driver_url: str) -> Iterator[Served]:
     data_dir = tmp_path / "data"
     settings = Settings(data_dir=data_dir)
     token, other = make_token(settings), make_token(settings, "t2")
+    admin = make_token(settings, role="admin")
     port = free_port()
     env = {
         **os.environ,
@@ -92,7 +96,7 @@ def served(tmp_path: Path, driver_url: str) -> Iterator[Served]:
         assert process.poll() is None, "sitekeep serve exited"
         assert time.monotonic() < deadline, "sitekeep serve did not answer"
         time.sleep(0.05)
-    yield Served(url, token, other)
+    yield Served(url, token, other, admin)
     process.send_signal(signal.SIGTERM)  # a clean shutdown runs the lifespan's exit
     assert process.wait(30) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal
 
@@ -150,20 +154,24 @@ def test_mcp_without_a_known_token_gets_401(
     assert error["type"] == "unauthorized" and says in error["message"]
 
 
+def _post(
+    served: Served, token: str, body: dict[str, object], session: str | None = None
+) -> httpx.Response:
+    """One JSON-RPC message to ``/mcp`` with ``token`` (and ``session``'s id)."""
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {token}",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    if session is not None:
+        headers["Mcp-Session-Id"] = session
+    return httpx.post(f"{served.url}/mcp", json=body, headers=headers, timeout=30)
+
+
 def test_an_mcp_session_answers_only_the_principal_that_opened_it(served: Served) -> None:
     """Another tenant's token with a leaked ``Mcp-Session-Id`` gets 404, as for an unknown
     id; the opener's own token still reaches the session."""
-
-    def post(token: str, body: dict[str, object], session: str | None = None) -> httpx.Response:
-        headers = {
-            "Accept": "application/json, text/event-stream",
-            "Authorization": f"Bearer {token}",
-            "MCP-Protocol-Version": "2025-06-18",
-        }
-        if session is not None:
-            headers["Mcp-Session-Id"] = session
-        return httpx.post(f"{served.url}/mcp", json=body, headers=headers, timeout=30)
-
+    post = functools.partial(_post, served)
     opened = post(served.token, INITIALIZE)
     assert opened.status_code == 200
     session = opened.headers["mcp-session-id"]
@@ -181,4 +189,21 @@ def test_an_mcp_session_answers_only_the_principal_that_opened_it(served: Served
     assert ended.status_code == 404
 
     own = post(served.token, listing, session)
+    assert own.status_code == 200 and "open_session" in own.text
+
+
+def test_an_mcp_session_answers_only_the_token_that_opened_it(served: Served) -> None:
+    """A member token of the very subject whose admin token opened the session gets 404
+    with its leaked ``Mcp-Session-Id``: the session is bound to the token, not only to
+    (tenant, subject)."""
+    post = functools.partial(_post, served)
+    opened = post(served.admin_token, INITIALIZE)
+    assert opened.status_code == 200
+    session = opened.headers["mcp-session-id"]
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert post(served.admin_token, initialized, session).status_code == 202
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    twin = post(served.token, listing, session)
+    assert twin.status_code == 404 and "open_session" not in twin.text
+    own = post(served.admin_token, listing, session)
     assert own.status_code == 200 and "open_session" in own.text

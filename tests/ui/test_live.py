@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from fixtures.sites import FORM_HOST, FORM_PASSWORD, FORM_USER
-from ui.test_admin_ui import ARTIFACTS, WAIT, Live, chrome, live, sign_in
+from ui.test_admin_ui import ARTIFACTS, EVIL, WAIT, Live, chrome, live, sign_in
 
 pytestmark = pytest.mark.e2e
 
@@ -70,3 +70,21 @@ def test_a_person_signs_in_through_the_canvas(page: Page, live: Live, kind: str)
     page.get_by_role("button", name="Go").click()
     expect(view.locator("[data-live-errors] li")).to_contain_text("(url)", timeout=WAIT)
     expect(view.locator("[data-live-title]")).to_have_text(f"Form — welcome {FORM_USER}")
+
+
+_TRY_SOCKET = """url => new Promise(done => {
+    const ws = new WebSocket(url);
+    ws.onopen = () => { done("open"); ws.close(); };
+    ws.onclose = event => done("refused " + event.code);
+})"""
+
+
+def test_another_sites_page_cannot_open_a_live_socket(page: Page, live: Live) -> None:
+    # A page elsewhere that got hold of a ticket (or hopes to race one) never gets a
+    # socket to send it on: the browser's Origin names the other site, the upgrade is
+    # refused. The same script from the server's own page gets its socket.
+    socket = live.url.replace("http://", "ws://") + "/v1/live-sessions/0123456789abcdef/socket"
+    page.goto(live.sites.url(EVIL.removeprefix("http://"), "/__fixture/html?body=elsewhere"))
+    assert page.evaluate(_TRY_SOCKET, socket) == "refused 1006"
+    page.goto("/admin/sign-in")
+    assert page.evaluate(_TRY_SOCKET, socket) == "open"

@@ -115,7 +115,7 @@ class FakeService:
 
     @property
     def live(self) -> Any:
-        async def why_over(live: LiveSession) -> str | None:
+        async def why_over(live: LiveSession, grant: object = None) -> str | None:
             return None
 
         return type("L", (), {"why_over": staticmethod(why_over)})()

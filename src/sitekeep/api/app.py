@@ -73,6 +73,18 @@ class SaveBody(_Body):
     """Read every origin through the spare tab (ignore the copies captured on leave)."""
 
 
+_SCRAPE_ERRORS = {
+    401: "No scrape token (SITEKEEP_METRICS_TOKEN) is set, or the header does not carry it.",
+    503: "A store cannot be reached.",
+}
+
+
+def _error_response(why: str) -> dict[str, Any]:
+    """An OpenAPI response of the one error shape (``api.openapi``'s ``Error``)."""
+    schema = {"$ref": "#/components/schemas/Error"}
+    return {"description": why, "content": {"application/json": {"schema": schema}}}
+
+
 def _service_of(request: Request) -> Service:
     service: Service = request.app.state.service
     return service
@@ -238,10 +250,18 @@ def _routes(app: FastAPI) -> None:
             },
         }
 
-    @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
-    async def metrics(svc: Svc) -> Response:
-        """Prometheus text format (no token: it holds counts only, never a key or value)."""
-        return Response(await svc.metrics_text(), media_type=CONTENT_TYPE)
+    @app.get(
+        "/metrics",
+        tags=["ops"],
+        response_class=PlainTextResponse,
+        responses={status: _error_response(why) for status, why in _SCRAPE_ERRORS.items()},
+    )
+    async def metrics(request: Request, svc: Svc) -> Response:
+        """Prometheus text format, counts only (never a key or value) but of every tenant:
+        it needs ``Authorization: Bearer <SITEKEEP_METRICS_TOKEN>`` (the scrape token, not
+        an API token), and is closed (401) while that setting is unset."""
+        authorization = request.headers.get("authorization")
+        return Response(await svc.metrics_text(authorization), media_type=CONTENT_TYPE)
 
     @app.get("/v1/sessions", tags=["sessions"])
     async def list_sessions(who: Who, svc: Svc) -> JSON:

@@ -10,9 +10,15 @@ Routes::
     WS     /v1/live-sessions/{id}/socket   first message {"ticket": …}; then frames out
                                            (binary JPEG), JSON messages both ways
 
-A socket refused (no ticket within 10 s, unknown/spent ticket, another live session's)
-gets one ``error`` message and closes with code 4401; a live session whose browser is
-gone, 4404.
+An upgrade whose ``Origin`` is another site's (the admin UI's rule,
+:func:`sitekeep.ui.guard.check_origin`: a page elsewhere cannot drive or watch the
+browser with a ticket it got hold of) is refused with HTTP 403; a client that sends no
+``Origin`` (an agent's WebSocket library) is let through to the ticket check.
+A socket refused (no ticket within 10 s, unknown/spent ticket, another live session's, or
+one whose token or UI sign-in has since ended) gets one ``error`` message and closes with
+code 4401; a live session whose browser is gone, 4404. An open socket whose token is
+revoked, or whose UI sign-in ends, gets ``{"type": "closed", "reason": "revoked" |
+"signed_out"}`` and closes (``sitekeep.live``).
 """
 
 from __future__ import annotations
@@ -25,14 +31,17 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, ConfigDict
 
 from sitekeep.api.app import Svc, Who
-from sitekeep.errors import NotFound, SitekeepError, Unauthorized
+from sitekeep.errors import Forbidden, NotFound, SitekeepError, Unauthorized
 from sitekeep.live import Relay
 from sitekeep.service import Service
+from sitekeep.ui.guard import check_origin
 
 __all__ = ["router", "serve_socket"]
 
 FIRST_MESSAGE_WAIT = 10.0
 """Seconds a socket has to send its ticket."""
+_POLICY = 1008
+"""WebSocket close code: policy violation (RFC 6455 §7.4.1)."""
 
 router = APIRouter(prefix="/v1/live-sessions", tags=["live"])
 
@@ -71,7 +80,13 @@ def _refusal(exc: SitekeepError) -> str:
 
 
 async def serve_socket(ws: WebSocket, svc: Service, id_: str) -> None:
-    """Authorise one socket by its first message's ticket, then relay it."""
+    """Refuse another site's page, authorise one socket by its first message's ticket,
+    then relay it."""
+    try:
+        check_origin(ws)
+    except Forbidden:
+        await ws.close(_POLICY)  # before accept: the upgrade itself is refused, 403
+        return
     await ws.accept()
     try:
         with anyio.fail_after(FIRST_MESSAGE_WAIT):
@@ -80,7 +95,7 @@ async def serve_socket(ws: WebSocket, svc: Service, id_: str) -> None:
             ticket = json.loads(first).get("ticket")
         except (ValueError, AttributeError):
             ticket = None
-        who, live = await svc.live.redeem(ticket, id_)
+        who, live, grant = await svc.live.redeem(ticket, id_)
     except TimeoutError:
         await ws.send_text(_refusal(Unauthorized("no ticket came")))
         await ws.close(4401)
@@ -102,6 +117,7 @@ async def serve_socket(ws: WebSocket, svc: Service, id_: str) -> None:
         send=ws.send_text,
         send_bytes=ws.send_bytes,
         receive=ws.receive_text,
+        grant=grant,
     )
     try:
         await relay.run()

@@ -3,9 +3,10 @@
 :class:`BearerGate` wraps the SDK's streamable HTTP app: a request without a known token
 gets the HTTP API's 401 body; one with gets its :class:`Principal` in the ASGI scope,
 where :func:`principal_from_request` finds it for each tool call, and the SDK's
-``AuthenticatedUser`` naming that principal, so an MCP session answers only the principal
-(tenant and subject) that opened it: any other caller's ``Mcp-Session-Id`` is a 404, as
-if the session did not exist. The SDK's own Host /
+``AuthenticatedUser`` naming that principal and its token, so an MCP session answers only
+the token that opened it: any other caller's ``Mcp-Session-Id`` — another tenant's, or
+another token of the same subject (a member token riding its admin token's session) — is
+a 404, as if the session did not exist. The SDK's own Host /
 Origin checks (DNS rebinding) stay on for a loopback bind.
 """
 
@@ -65,12 +66,13 @@ class BearerGate:
 
 def _user(principal: Principal) -> AuthenticatedUser:
     """The SDK's user for ``principal``: its session manager binds each MCP session to the
-    user that opened it (client id = tenant, subject = subject) and answers every other
-    user's request for that session id with 404. The bearer token itself is not kept."""
+    user that opened it (client id = ``tenant:token id``, subject = subject) and answers
+    every other user's request for that session id with 404. The bearer token itself is
+    not kept, only its id (:func:`sitekeep.auth.token_id`)."""
     return AuthenticatedUser(
         AccessToken(
             token="",
-            client_id=principal.tenant,
+            client_id=f"{principal.tenant}:{principal.token}",
             scopes=[principal.role],
             subject=principal.subject,
         )

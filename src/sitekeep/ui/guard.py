@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from urllib.parse import parse_qsl
 
 from fastapi import Request, Response
+from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sitekeep.admin import SIGN_IN_TTL, SignIn
@@ -53,6 +54,10 @@ _HEADERS = (
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
 )
+
+
+_PAGE_SCHEME = {"ws": "http", "wss": "https"}
+"""A WebSocket's URL scheme → the scheme of the page origins it is same-origin with."""
 
 
 def _is_admin_path(path: str) -> bool:
@@ -116,17 +121,19 @@ def sign_in_ids(request: Request) -> list[str]:
     return ids[:4]
 
 
-def check_origin(request: Request) -> None:
-    """Refuse a request another origin's page made.
+def check_origin(request: HTTPConnection) -> None:
+    """Refuse a request — or a WebSocket upgrade — another origin's page made.
 
-    ``Origin`` must be this server's own (scheme, host and port); without it,
-    ``Sec-Fetch-Site`` must not say another site or origin sent it. A client that sends
-    neither (curl) passes here and still needs the CSRF token.
+    ``Origin`` must be this server's own (scheme, host and port; a WebSocket's ``ws`` and
+    ``wss`` are its ``http`` and ``https``); without it, ``Sec-Fetch-Site`` must not say
+    another site or origin sent it. A client that sends neither (curl, an agent's
+    WebSocket library) passes here and still needs the CSRF token or ticket.
 
     Raises:
         Forbidden: a cross-origin request.
     """
-    own = f"{request.url.scheme}://{request.headers.get('host', '')}"
+    scheme = _PAGE_SCHEME.get(request.url.scheme, request.url.scheme)
+    own = f"{scheme}://{request.headers.get('host', '')}"
     origin = request.headers.get("origin")
     if origin is not None and origin != own:
         raise Forbidden("refused: this request came from another site's page")

@@ -41,7 +41,7 @@ from fastapi.routing import APIRoute
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from sitekeep import panes
-from sitekeep.admin import SignIn
+from sitekeep.admin import SignIn, sign_in_ref
 from sitekeep.api.app import Svc
 from sitekeep.api.errors import STATUS
 from sitekeep.auth import hash_token, token_id
@@ -58,7 +58,7 @@ from sitekeep.ui.guard import (
     sign_in_ids,
 )
 
-__all__ = ["NAV", "SESSION_TABS", "router"]
+__all__ = ["NAV", "SESSION_TABS", "router", "sign_in_of"]
 
 NAV = (
     {"id": "sessions", "label": "Sessions", "href": "/admin"},
@@ -203,6 +203,12 @@ async def _writer(request: Request, signed: Signed) -> SignIn:
 
 
 Writer = Annotated[SignIn, Depends(_writer)]
+
+
+def sign_in_of(request: Request) -> str:
+    """The reference (:func:`sitekeep.admin.sign_in_ref`) of the sign-in a request passed
+    :data:`Signed` or :data:`Writer` with."""
+    return sign_in_ref(request.state.sid)
 
 
 # -- sign-in ------------------------------------------------------------------------------
@@ -525,6 +531,7 @@ async def live_open(request: Request, signed: Writer, svc: Svc) -> Response:
             key=kept["key"] or None,
             browser=kept["browser"] or None,
             url=kept["url"] or None,
+            sign_in=sign_in_of(request),
         )
     except InvalidInput as exc:
         return await _live_start(signed, svc, 400, error=exc.message, form=kept)
@@ -554,9 +561,10 @@ async def live_page(id_: str, signed: Signed, svc: Svc) -> HTMLResponse:
 
 
 @router.post("/admin/ui/live/{id_}/ticket")
-async def live_ticket(id_: str, signed: Writer, svc: Svc) -> JSONResponse:
-    """A one-shot ticket for the page's socket (the page asks again to reconnect)."""
-    return JSONResponse(await svc.live.ticket(signed.principal, id_))
+async def live_ticket(request: Request, id_: str, signed: Writer, svc: Svc) -> JSONResponse:
+    """A one-shot ticket for the page's socket (the page asks again to reconnect), bound
+    to this sign-in: signing out closes the socket."""
+    return JSONResponse(await svc.live.ticket(signed.principal, id_, sign_in_of(request)))
 
 
 @router.post("/admin/ui/live/{id_}/end")

@@ -42,7 +42,7 @@ from sitekeep.errors import InvalidInput, NotFound
 from sitekeep.model import Principal, SiteData
 from sitekeep.profiles import Loaded, Op, first_site
 from sitekeep.service import Service
-from sitekeep.ui.pages import Signed, Writer, _now, _own_live, _render, _UiRoute
+from sitekeep.ui.pages import Signed, Writer, _now, _own_live, _render, _UiRoute, sign_in_of
 
 __all__ = ["ProfilesPort", "router"]
 
@@ -197,6 +197,7 @@ async def sign_in_again(request: Request, ident: str, signed: Writer, svc: Svc) 
         url=url,
         profile=ident,
         country=profile.get("country"),
+        sign_in=sign_in_of(request),
     )
     query = f"name={quote(profile['name'])}&profile={quote(ident)}"
     return RedirectResponse(f"/admin/ui/wizard/{live['id']}?{query}", status_code=303)
@@ -245,6 +246,7 @@ async def new_profile(request: Request, signed: Writer, svc: Svc) -> Response:
             key=_wizard_key(),
             browser=kept["browser"] or None,
             country=kept["country"] or None,
+            sign_in=sign_in_of(request),
         )
     except InvalidInput as exc:
         return await _new_page(signed, svc, 400, error=exc.message, form=kept)
