@@ -67,7 +67,7 @@ class MemoryStore:
         return sorted(k for k in list(self._data) if k.startswith(prefix) and self._live(k))
 
     async def count(self, prefix: str) -> int:
-        return len(await self.keys(prefix))
+        return sum(1 for k in list(self._data) if k.startswith(prefix) and self._live(k))
 
     async def aclose(self) -> None:
         self._data.clear()
