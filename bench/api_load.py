@@ -19,7 +19,7 @@ Everything stays on loopback; each run is bounded in requests and in time. Uses 
 Redis and PostgreSQL of the test machine (a fresh database and key prefix, removed after).
 
     .venv/bin/python bench/api_load.py [--requests 20000] [--clients 50] [--in-process]
-        [--setups sqlite,pg1,pg2] [--reads /admin/runs,/v1/secrets]
+        [--setups sqlite,pg1,pg2] [--reads /admin/runs,/v1/secrets] [--log-level info]
 
 ``--in-process`` measures only the app's CPU per request (ASGI calls in this process, no
 server, no HTTP parsing): the part of a request's cost sitekeep's own code decides.
@@ -242,10 +242,17 @@ def run_setup(
     clients: int,
     work: Path,
     reads: tuple[str, ...] = READS,
+    log_level: str = "warning",
 ) -> dict[str, Result]:
     token = _token({**env, "SITEKEEP_DATA_DIR": str(work / "r0")})
+    work.mkdir(parents=True, exist_ok=True)
     servers = [
-        Serve({**env, "SITEKEEP_DATA_DIR": str(work / f"r{i}")}).start() for i in range(replicas)
+        Serve(
+            {**env, "SITEKEEP_DATA_DIR": str(work / f"r{i}")},
+            log_level=log_level,
+            log_file=work / f"r{i}.log",
+        ).start()
+        for i in range(replicas)
     ]
     try:
         seed(servers[0], token)
@@ -404,6 +411,11 @@ def main() -> None:
         help="comma-separated, of sqlite, pg1, pg2 (--in-process: sqlite, pg1)",
     )
     parser.add_argument("--reads", default=",".join(READS), help="comma-separated paths")
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        help="the replicas' --log-level (info: one access-log line a request, to a file)",
+    )
     args = parser.parse_args()
     setups = tuple(args.setups.split(","))
     reads = tuple(args.reads.split(","))
@@ -416,7 +428,10 @@ def main() -> None:
         return
     base = sitekeep_env(SITEKEEP_WARM_BROWSERS="0", SITEKEEP_REAP_INTERVAL="3600")
     before = os.getloadavg()[0]
-    print(f"{args.requests} GETs per read, {args.clients} connections, {os.cpu_count()} cores")
+    print(
+        f"{args.requests} GETs per read, {args.clients} connections, {os.cpu_count()} cores, "
+        f"replicas at --log-level {args.log_level}"
+    )
     table: dict[str, dict[str, Result]] = {}
     with tempfile.TemporaryDirectory(prefix="sitekeep-bench-") as tmp:
         work = Path(tmp)
@@ -429,6 +444,7 @@ def main() -> None:
                 args.clients,
                 work / "embedded",
                 reads,
+                args.log_level,
             )
         prefix = redis_prefix()
         with fresh_postgres_database() as database:
@@ -451,6 +467,7 @@ def main() -> None:
                         args.clients,
                         work / f"shared{replicas}",
                         reads,
+                        args.log_level,
                     )
             finally:
                 clear_redis_prefix(REDIS_URL, prefix)

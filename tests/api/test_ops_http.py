@@ -89,20 +89,26 @@ async def test_metrics_count_sessions_browsers_saves_restores_and_errors(
 
 
 @pytest.mark.anyio
-async def test_a_flood_of_metrics_requests_reads_the_session_keys_once(
+async def test_a_flood_of_metrics_requests_counts_the_sessions_once(
     scraped: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A leaked scrape token must be no lever: the gauge scans every session key.
+    # A leaked scrape token must be no lever: the gauge counts every session of every
+    # tenant, by the store's count, never by listing the keys.
     api = scraped
     store = api.service._store
     scans: list[str] = []
-    keys = store.keys
+    count, keys = store.count, store.keys
 
-    async def counted(prefix: str) -> list[str]:
+    async def counted(prefix: str) -> int:
         scans.append(prefix)
+        return await count(prefix)
+
+    async def listed(prefix: str) -> list[str]:
+        scans.append("keys " + prefix)
         return await keys(prefix)
 
-    monkeypatch.setattr(store, "keys", counted)
+    monkeypatch.setattr(store, "count", counted)
+    monkeypatch.setattr(store, "keys", listed)
     replies = await asyncio.gather(*(_scraper(api).get("/metrics") for _ in range(8)))
     replies.append(await _scraper(api).get("/metrics"))
     assert [r.status_code for r in replies] == [200] * 9

@@ -162,6 +162,54 @@ async def test_keys_does_not_list_expired_keys(store: SessionStore, clock: FakeC
     assert await store.keys("sess:") == ["sess:live"]
 
 
+async def test_a_tenants_listing_sees_only_its_own_live_keys(
+    store: SessionStore, clock: FakeClock
+) -> None:
+    await store.set("session/acme/k1", b"v", ttl=100)
+    await store.set("session/acme/k2", b"v", ttl=1)
+    await store.set("session/acme/k3", b"v")
+    await store.set("session/acme2/k1", b"v")
+    await store.set("session/acm/k1", b"v")
+    await store.set("site-data/acme/k1", b"v")
+    clock.advance(1)
+    assert await store.keys("session/acme/") == ["session/acme/k1", "session/acme/k3"]
+    assert await store.count("session/acme/") == 2
+    assert await store.keys("session/acme") == [
+        "session/acme/k1",
+        "session/acme/k3",
+        "session/acme2/k1",
+    ]
+    assert await store.count("session/") == 4
+    clock.advance(100)
+    assert await store.keys("session/acme/") == ["session/acme/k3"]
+    assert await store.count("session/acme/") == 1
+
+
+async def test_count_counts_what_keys_lists(store: SessionStore, clock: FakeClock) -> None:
+    for key in ("t1:s:b", "t1:s:a", "t1/s/a", "t1/s/b", "t1/x/a", "t2/s/a", "t1/s/c/d"):
+        await store.set(key, b"v", ttl=10 if key.endswith("b") else None)
+    await store.delete("t1/s/a")
+    clock.advance(10)
+    for prefix in ("", "t1", "t1:", "t1/", "t1/s/", "t1/s", "t1/s/c/", "t3/"):
+        assert await store.count(prefix) == len(await store.keys(prefix)), prefix
+    assert await store.keys("t1/") == ["t1/s/c/d", "t1/x/a"]
+
+
+async def test_a_key_whose_expiry_was_moved_is_listed_until_the_new_expiry(
+    store: SessionStore, clock: FakeClock
+) -> None:
+    await store.set("session/acme/k1", b"v", ttl=1)
+    await store.expire("session/acme/k1", 100)
+    clock.advance(50)
+    assert await store.keys("session/acme/") == ["session/acme/k1"]
+    await store.expire("session/acme/k1", 1)
+    clock.advance(1)
+    assert await store.keys("session/acme/") == []
+    assert await store.count("session/") == 0
+    await store.set("session/acme/k1", b"again")  # listed again once written again
+    assert await store.keys("session/acme/") == ["session/acme/k1"]
+
+
 @pytest.mark.parametrize(
     ("prefix", "expected"),
     [
@@ -345,12 +393,24 @@ async def test_a_durable_store_reopened_on_the_same_url_reads_what_was_written(
         await second.aclose()
 
 
-async def test_redis_lets_the_server_expire_keys_natively(url_of: dict[str, str]) -> None:
-    """The value and its native TTL are written at once (no set-then-expire)."""
-    url = url_of["redis"]
-    store = open_session_store(url)
+@pytest.fixture
+async def raw_redis(url_of: dict[str, str]) -> AsyncIterator[tuple[str, redis.asyncio.Redis]]:
+    """The Redis store's URL, and a plain client to look under it (keys: its prefix + key)."""
     client = redis.asyncio.Redis.from_url(REDIS_URL)
-    prefix = url.split("prefix=")[1]
+    yield url_of["redis"], client
+    await client.aclose()
+
+
+def _prefix(url: str) -> str:
+    return url.split("prefix=")[1]
+
+
+async def test_redis_lets_the_server_expire_keys_natively(
+    raw_redis: tuple[str, redis.asyncio.Redis],
+) -> None:
+    """The value and its native TTL are written at once (no set-then-expire)."""
+    url, client = raw_redis
+    store, prefix = open_session_store(url), _prefix(url)
     try:
         await store.set("sess:a", b"v", ttl=30)
         await store.write("sess:b", b"v", ttl=60, revision=0)
@@ -361,7 +421,50 @@ async def test_redis_lets_the_server_expire_keys_natively(url_of: dict[str, str]
         await store.expire("sess:c", 5)
         assert 0 < await client.pttl(prefix + "sess:c") <= 5_000
     finally:
-        await client.aclose()
+        await store.aclose()
+
+
+async def test_redis_lists_a_tenant_from_its_index_without_scanning(
+    raw_redis: tuple[str, redis.asyncio.Redis], clock: FakeClock
+) -> None:
+    """A tenant's listing reads that tenant's index, never the key space: a record the
+    index does not hold is not listed; expired members are pruned from the index."""
+    url, client = raw_redis
+    store, prefix = open_session_store(url, clock), _prefix(url)
+    try:
+        await store.set("session/acme/k1", b"v")
+        await store.set("session/acme/k2", b"v", ttl=1)
+        await store.set("session/other/k1", b"v")
+        assert await store.count("session/") == 3  # (the index is now marked complete)
+        await client.hset(prefix + "session/acme/stray", mapping={"v": b"v", "r": 1})
+        clock.advance(1)
+        assert await store.keys("session/acme/") == ["session/acme/k1"]
+        index = prefix.encode() + b"\xffgroup:session/acme/"
+        assert await client.zrange(index, 0, -1) == [b"session/acme/k1"]
+        await store.delete("session/acme/k1")
+        assert await client.exists(index) == 0
+        assert await client.zrange(prefix.encode() + b"\xffgroups", 0, -1) == [b"session/other/"]
+    finally:
+        await store.aclose()
+
+
+async def test_redis_indexes_records_written_before_the_index_once(
+    raw_redis: tuple[str, redis.asyncio.Redis], clock: FakeClock
+) -> None:
+    url, client = raw_redis
+    prefix, now = _prefix(url), clock()
+    await client.hset(prefix + "session/acme/old", mapping={"v": b"v", "r": 1})
+    await client.hset(prefix + "session/acme/gone", mapping={"v": b"v", "r": 1, "x": repr(now + 1)})
+    await client.set(prefix + "lock:session/acme/old", b"a lease, not a record")
+    store = open_session_store(url, clock)
+    try:
+        clock.advance(1)
+        assert await store.keys("session/") == ["session/acme/old"]
+        await client.hset(prefix + "session/acme/later", mapping={"v": b"v", "r": 1})
+        again = open_session_store(url, clock)  # the marker says: done once
+        assert await again.keys("session/") == ["session/acme/old"]
+        await again.aclose()
+    finally:
         await store.aclose()
 
 

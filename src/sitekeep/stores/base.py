@@ -106,7 +106,15 @@ class SessionStore(Protocol):
         ...
 
     async def keys(self, prefix: str) -> list[str]:
-        """Live keys starting with ``prefix`` (matched literally, case-sensitively), sorted."""
+        """Live keys starting with ``prefix`` (matched literally, case-sensitively), sorted.
+
+        Costs what the keys under ``prefix`` are (an index range, or Redis's per-group
+        index), not what the store holds."""
+        ...
+
+    async def count(self, prefix: str) -> int:
+        """How many :meth:`keys` ``prefix`` would list, without listing them, and without
+        blocking the event loop on a large store (``/metrics`` asks it every few seconds)."""
         ...
 
     async def aclose(self) -> None:

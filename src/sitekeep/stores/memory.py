@@ -66,5 +66,8 @@ class MemoryStore:
     async def keys(self, prefix: str) -> list[str]:
         return sorted(k for k in list(self._data) if k.startswith(prefix) and self._live(k))
 
+    async def count(self, prefix: str) -> int:
+        return sum(1 for k in list(self._data) if k.startswith(prefix) and self._live(k))
+
     async def aclose(self) -> None:
         self._data.clear()

@@ -8,6 +8,17 @@ expiry (``PEXPIRE``), so Redis itself drops it when it expires. Reads treat a ke
 ``x`` has passed as absent, which keeps expiry exact to the clock (and testable with a
 controllable one).
 
+Listing and counting never scan the database: each key is also a member of its group's
+sorted set (the group: the key up to its last ``/``, so ``session/<tenant>/`` holds one
+tenant's records), scored by its expiry time (``+inf``: never), and each group's name is
+in one lexically ordered set of groups. The same script that writes, re-times or deletes
+a hash updates its member, so the index never disagrees with a write. A listing removes
+the members whose score has passed (Redis dropped those hashes itself, or will) and so
+costs what the groups under the prefix hold, not what the database holds. The index keys
+are the ``prefix`` followed by byte 0xFF, which no UTF-8 key can hold: no key collides with
+them. Keys written before the index existed are indexed once, by the first listing of a
+process that finds the index unmarked.
+
 Redis stopped: each call fails with :class:`~sitekeep.errors.StoreUnavailable` after
 redis-py's few quick retries, having written nothing; started again, the next call
 reconnects.
@@ -29,7 +40,9 @@ __all__ = ["RedisStore", "connect"]
 
 T = TypeVar("T")
 
-# KEYS[1]; ARGV: value, expires_at or "", ttl in ms or "", now, expected revision or "*".
+# KEYS: the hash, its group's sorted set, the set of groups.
+# ARGV: value, expires_at or "", ttl in ms or "", now, expected revision or "*", the key,
+# its group.
 _WRITE = """
 local cur = redis.call('HMGET', KEYS[1], 'r', 'x')
 local rev = tonumber(cur[1]) or 0
@@ -37,35 +50,86 @@ if cur[2] and tonumber(cur[2]) <= tonumber(ARGV[4]) then rev = 0 end
 if ARGV[5] ~= '*' and rev ~= tonumber(ARGV[5]) then return -1 end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'v', ARGV[1], 'r', rev + 1)
+local score = '+inf'
 if ARGV[2] ~= '' then
   redis.call('HSET', KEYS[1], 'x', ARGV[2])
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  score = ARGV[2]
 end
+redis.call('ZADD', KEYS[2], score, ARGV[6])
+redis.call('ZADD', KEYS[3], 0, ARGV[7])
 return rev + 1
 """
 
-# KEYS[1]; ARGV: expires_at, ttl in ms, now.
+# KEYS: the hash, its group's sorted set, the set of groups.
+# ARGV: expires_at, ttl in ms, now, the key, its group.
 _EXPIRE = """
 local x = redis.call('HGET', KEYS[1], 'x')
 if redis.call('HEXISTS', KEYS[1], 'v') == 0 then return 0 end
 if x and tonumber(x) <= tonumber(ARGV[3]) then return 0 end
 redis.call('HSET', KEYS[1], 'x', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[1], ARGV[4])
+redis.call('ZADD', KEYS[3], 0, ARGV[5])
 return 1
 """
 
-# KEYS: the keys; ARGV[1]: now. Returns how many were live.
+# KEYS: the set of groups, then per key its hash and its group's sorted set.
+# ARGV: now, then per key the key and its group. Returns how many were live.
 _DELETE = """
 local live = 0
-for _, key in ipairs(KEYS) do
+for i = 2, #KEYS, 2 do
+  local key, zset = KEYS[i], KEYS[i + 1]
   local cur = redis.call('HMGET', key, 'v', 'x')
   if cur[1] and not (cur[2] and tonumber(cur[2]) <= tonumber(ARGV[1])) then live = live + 1 end
   redis.call('DEL', key)
+  redis.call('ZREM', zset, ARGV[i])
+  if redis.call('ZCARD', zset) == 0 then redis.call('ZREM', KEYS[1], ARGV[i + 1]) end
 end
 return live
 """
 
+# KEYS[1]: the set of groups. ARGV: now, the name of a group's sorted set less the group,
+# the hashes' prefix, the listing's prefix, that prefix's own group, "list" or "count".
+# Prunes the members whose expiry has passed (and the groups left empty), then lists (or
+# counts) the live keys: those of the prefix's own group that start with the prefix, and
+# every key of the groups whose names start with it.
+_LIST = """
+local now, zname, hprefix, want, own, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local out, count = {}, 0
+local function visit(group, filter)
+  local zset = zname .. group
+  redis.call('ZREMRANGEBYSCORE', zset, '-inf', now)
+  if not filter and mode == 'count' then
+    count = count + redis.call('ZCARD', zset)
+  else
+    for _, key in ipairs(redis.call('ZRANGE', zset, 0, -1)) do
+      if not filter or string.sub(key, 1, #want) == want then
+        if redis.call('EXISTS', hprefix .. key) == 1 then
+          count = count + 1
+          out[#out + 1] = key
+        else
+          redis.call('ZREM', zset, key)
+        end
+      end
+    end
+  end
+  if redis.call('ZCARD', zset) == 0 then redis.call('ZREM', KEYS[1], group) end
+end
+visit(own, own ~= want)
+local low = '-'
+if want ~= '' then low = '[' .. want end
+for _, group in ipairs(redis.call('ZRANGEBYLEX', KEYS[1], low, '(' .. want .. '\\255')) do
+  if group ~= own then visit(group, false) end
+end
+if mode == 'count' then return count end
+return out
+"""
+
 _GLOB_SPECIAL = "\\*?[]"
+
+_INDEX = b"\xff"
+"""After the prefix, what starts the index's keys: no UTF-8 key holds this byte."""
 
 
 def connect(url: str) -> Redis:
@@ -79,6 +143,12 @@ def _glob_literal(text: str) -> str:
     return "".join("\\" + c if c in _GLOB_SPECIAL else c for c in text)
 
 
+def _group_of(key: str) -> str:
+    """The index group of ``key``: the key up to and including its last ``/`` (empty
+    when it has none), e.g. ``session/acme/`` for ``session/acme/k1``."""
+    return key[: key.rfind("/") + 1]
+
+
 class RedisStore:
     """Hashes under ``prefix`` in one Redis database; see ``SessionStore`` for the contract."""
 
@@ -89,6 +159,17 @@ class RedisStore:
         self._write = client.register_script(_WRITE)
         self._expire = client.register_script(_EXPIRE)
         self._delete = client.register_script(_DELETE)
+        self._list = client.register_script(_LIST)
+        raw = prefix.encode()
+        self._groups = raw + _INDEX + b"groups"
+        self._index = raw + _INDEX
+        self._group = raw + _INDEX + b"group:"
+        self._marker = raw + _INDEX + b"indexed"
+        self._indexed = False
+
+    def _index_keys(self, key: str) -> list[bytes | str]:
+        """The hash of ``key``, its group's sorted set and the set of groups."""
+        return [self._prefix + key, self._group + _group_of(key).encode(), self._groups]
 
     async def _call(self, fn: Callable[[], Awaitable[T]]) -> T:
         try:
@@ -134,47 +215,84 @@ class RedisStore:
         return [value, repr(now + ttl), max(1, math.ceil(ttl * 1000)), repr(now), expected]
 
     async def set(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
-        args = self._args(value, ttl, "*")
-        await self._call(lambda: self._write(keys=[self._prefix + key], args=args))
+        args = [*self._args(value, ttl, "*"), key, _group_of(key)]
+        await self._call(lambda: self._write(keys=self._index_keys(key), args=args))
 
     async def write(
         self, key: str, value: bytes, *, ttl: float | None, revision: int
     ) -> int | None:
-        args = self._args(value, ttl, str(revision))
-        new = int(await self._call(lambda: self._write(keys=[self._prefix + key], args=args)))
+        args = [*self._args(value, ttl, str(revision)), key, _group_of(key)]
+        new = int(await self._call(lambda: self._write(keys=self._index_keys(key), args=args)))
         return None if new < 0 else new
 
     async def delete(self, *keys: str) -> int:
         if not keys:
             return 0
-        names = [self._prefix + k for k in dict.fromkeys(keys)]
-        now: list[bytes | str | int] = [repr(self._clock())]
-        return int(await self._call(lambda: self._delete(keys=names, args=now)))
+        names: list[bytes | str] = [self._groups]
+        args: list[bytes | str | int] = [repr(self._clock())]
+        for key in dict.fromkeys(keys):
+            names += self._index_keys(key)[:2]
+            args += [key, _group_of(key)]
+        return int(await self._call(lambda: self._delete(keys=names, args=args)))
 
     async def expire(self, key: str, ttl: float) -> bool:
         now = self._clock()
-        args: list[bytes | str | int] = [repr(now + ttl), max(1, math.ceil(ttl * 1000)), repr(now)]
-        return bool(await self._call(lambda: self._expire(keys=[self._prefix + key], args=args)))
+        args: list[bytes | str | int] = [
+            repr(now + ttl),
+            max(1, math.ceil(ttl * 1000)),
+            repr(now),
+            key,
+            _group_of(key),
+        ]
+        return bool(await self._call(lambda: self._expire(keys=self._index_keys(key), args=args)))
 
     async def keys(self, prefix: str) -> list[str]:
-        pattern = _glob_literal(self._prefix + prefix) + "*"
+        found = await self._listing(prefix, "list")
+        return sorted(bytes(key).decode() for key in found)
 
-        async def scan() -> list[str]:
-            names = [name async for name in self._client.scan_iter(match=pattern, count=1000)]
-            if not names:
-                return []
-            async with self._client.pipeline(transaction=False) as pipe:
-                for name in names:
-                    pipe.hmget(name, ["r", "x"])
-                fields = await pipe.execute()
-            cut = len(self._prefix)
-            return sorted(
-                bytes(name).decode()[cut:]
-                for name, got in zip(names, fields, strict=True)
-                if self._live(got)
-            )
+    async def count(self, prefix: str) -> int:
+        """Live keys starting with ``prefix``: one script, as long as the groups under the
+        prefix are many (each counted by its size once its expired members are pruned)."""
+        return int(await self._listing(prefix, "count"))
 
-        return await self._call(scan)
+    async def _listing(self, prefix: str, mode: str) -> Any:
+        await self._index_once()
+        args: list[bytes | str | int] = [
+            repr(self._clock()),
+            self._group,
+            self._prefix,
+            prefix,
+            _group_of(prefix),
+            mode,
+        ]
+        return await self._call(lambda: self._list(keys=[self._groups], args=args))
+
+    async def _index_once(self) -> None:
+        """Index the keys written before the index existed (once per prefix: a marker key
+        says it was done; a key deleted meanwhile is dropped by the next listing)."""
+        if self._indexed:
+            return
+
+        async def backfill() -> None:
+            if await self._client.exists(self._marker):
+                return
+            pattern = _glob_literal(self._prefix) + "*"
+            cut = len(self._prefix.encode())
+            async for name in self._client.scan_iter(match=pattern, count=1000, _type="hash"):
+                raw = bytes(name)
+                value, expires = await self._client.hmget(raw, ["v", "x"])
+                if raw.startswith(self._index) or value is None:
+                    continue  # the index itself, or not a record
+                key = raw[cut:].decode()
+                score = float(expires) if expires is not None else math.inf
+                async with self._client.pipeline(transaction=True) as pipe:
+                    pipe.zadd(self._group + _group_of(key).encode(), {key: score})
+                    pipe.zadd(self._groups, {_group_of(key): 0})
+                    await pipe.execute()
+            await self._client.set(self._marker, b"1")
+
+        await self._call(backfill)
+        self._indexed = True
 
     async def aclose(self) -> None:
         await self._client.aclose()

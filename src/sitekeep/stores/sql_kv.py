@@ -39,6 +39,8 @@ _KEYS_IN_RANGE = _KEYS.where(
 """``_KEYS`` over the primary key's index where the database orders keys by code point
 (:attr:`Database.orders_by_code_point`): a tenant's list reads that tenant's rows, not the
 whole table."""
+_COUNT = _KEYS.with_only_columns(sa.func.count()).select_from(kv)
+_COUNT_IN_RANGE = _KEYS_IN_RANGE.with_only_columns(sa.func.count()).select_from(kv)
 _READ_MANY = sa.select(kv.c.key, kv.c.value, kv.c.revision).where(
     kv.c.key.in_(sa.bindparam("keys", expanding=True)),
     sa.or_(kv.c.expires_at.is_(None), kv.c.expires_at > sa.bindparam("now")),
@@ -157,12 +159,18 @@ class SqlStore:
 
         return await self._db.run(_WHAT, move, write=True)
 
-    async def keys(self, prefix: str) -> list[str]:
-        params = {"prefix": prefix, "length": len(prefix), "now": self._clock()}
+    def _prefixed(self, prefix: str) -> tuple[bool, dict[str, object]]:
+        """Whether the keys under ``prefix`` are one index range here, and the parameters
+        of ``_KEYS`` (or ``_KEYS_IN_RANGE``) for them."""
+        params: dict[str, object] = {"prefix": prefix, "length": len(prefix), "now": self._clock()}
         after = _after(prefix) if self._db.orders_by_code_point else None
-        query = _KEYS if after is None else _KEYS_IN_RANGE
         if after is not None:
             params["after"] = after
+        return after is not None, params
+
+    async def keys(self, prefix: str) -> list[str]:
+        in_range, params = self._prefixed(prefix)
+        query = _KEYS_IN_RANGE if in_range else _KEYS
 
         def scan(conn: sa.Connection) -> list[str]:
             rows = conn.execute(query, params)
@@ -173,6 +181,17 @@ class SqlStore:
         # whole table there (100k sessions: /healthz's median 3 -> 331 ms while 4 clients
         # asked /metrics, whose whole-store scan Service.metrics_text now spaces out).
         return await self._db.read(_WHAT, scan)
+
+    async def count(self, prefix: str) -> int:
+        in_range, params = self._prefixed(prefix)
+        query = _COUNT_IN_RANGE if in_range else _COUNT
+
+        def count(conn: sa.Connection) -> int:
+            return int(conn.execute(query, params).scalar_one())
+
+        # In a worker thread, not Database.read: counting every session is a whole-range
+        # scan (100k rows: tens of ms) that would stall the event loop on SQLite.
+        return await self._db.run(_WHAT, count, write=False)
 
     async def aclose(self) -> None:
         await self._db.aclose()
