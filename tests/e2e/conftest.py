@@ -40,7 +40,8 @@ def grid(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grid]:
 @pytest.fixture
 def via() -> str:
     """Where browsers run: ``local`` (sitekeep's own drivers); a test parametrises it
-    with ``grid`` to run through a Selenium Grid."""
+    with ``grid`` to run through a Selenium Grid, or with ``mapper`` (Chromium only) to
+    run on the opt-in mapper engine (``SITEKEEP_CHROMIUM_BIDI=mapper``)."""
     return "local"
 
 
@@ -66,6 +67,9 @@ def settings(
     """Chromium through the run's chromedriver; Firefox through sitekeep's own geckodrivers
     (one per browser, in the test's data dir); or both through the Grid."""
     grid: Grid | None = request.getfixturevalue("grid") if via == "grid" else None
+    if via == "mapper":  # the opt-in engine: sitekeep's own Chromium beside the mapper
+        assert browser == "chromium", "the mapper engine drives Chromium only"
+        return settings.model_copy(update={"webdriver_url": None, "chromium_bidi": "mapper"})
     return for_browser(settings, browser, grid)
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -42,6 +43,7 @@ from sitekeep.browser.driver import (
 )
 from sitekeep.browser.guard import OwnAddressGuard
 from sitekeep.browser.live import LiveBrowser
+from sitekeep.browser.mapper import LocalMapper
 from sitekeep.browser.proxy import ProxyAuth, ProxySettings
 from sitekeep.browser.samesite import SameSiteLog
 from sitekeep.browser.scripts import CHANNEL, PRELOAD
@@ -79,6 +81,9 @@ class BrowserManager:
         self._gecko = LocalGeckodriver(
             settings.data_dir, settings.geckodriver or find_geckodriver(), settings.cache_dir
         )
+        self._mapper = LocalMapper(settings.data_dir)
+        """Browsers of the opt-in mapper engine (``chromium_bidi=mapper``); always made, so
+        that ``stop_local_drivers`` ends those a run with the setting left behind."""
         self._live: dict[str, LiveBrowser] = {}
         self._warm: dict[BrowserKind, list[LiveBrowser]] = {"chromium": [], "firefox": []}
         self._born_with: dict[str, list[str]] = {}
@@ -98,7 +103,7 @@ class BrowserManager:
 
     def stop_local_drivers(self) -> int:
         """End the embedded drivers and every browser they still run; how many drivers."""
-        stopped = self._gecko.stop_all()
+        stopped = self._gecko.stop_all() + self._mapper.stop_all()
         if self._local is not None and self._local.stop():
             stopped += 1
         return stopped
@@ -184,21 +189,42 @@ class BrowserManager:
             len(tops) == 1 and tops[0].get("url") == "about:blank" and not tops[0].get("children")
         )
 
+    @property
+    def uses_mapper(self) -> bool:
+        """Whether local Chromium browsers run on the mapper engine (``browser.mapper``)."""
+        return not self._settings.webdriver_url and self._settings.chromium_bidi == "mapper"
+
+    def classic_webdriver(self, ref: BrowserRef) -> bool:
+        """Whether ``ref``'s endpoint speaks WebDriver classic (a mapper's does not)."""
+        return not self._mapper.owns(ref.endpoint)
+
     async def _launch(
         self, kind: BrowserKind, insecure: bool, proxy: ProxySettings | None = None
     ) -> LiveBrowser:
-        endpoint = await self.endpoint(kind)
-        try:
+        if kind == "chromium" and self.uses_mapper:
             ref = await anyio.to_thread.run_sync(
-                create_session, endpoint, self._spec(kind, insecure, endpoint, proxy)
+                functools.partial(
+                    self._mapper.launch,
+                    self._settings.chromium,
+                    args=self._settings.browser_args,
+                    insecure=insecure,
+                    proxy=proxy.capability() if proxy is not None else None,
+                )
             )
-        except BaseException:
-            self._end_driver(endpoint)
-            raise
+        else:
+            endpoint = await self.endpoint(kind)
+            try:
+                ref = await anyio.to_thread.run_sync(
+                    create_session, endpoint, self._spec(kind, insecure, endpoint, proxy)
+                )
+            except BaseException:
+                self._end_driver(endpoint)
+                raise
         try:
             return await self._wire(ref, LeaveTracker.at_birth(), install=True, proxy=proxy)
         except BaseException:
             await delete_session(ref.endpoint, ref.session_id)
+            self._end_driver(ref.endpoint)
             raise
 
     async def attach(
@@ -282,9 +308,14 @@ class BrowserManager:
         self._end_driver(endpoint)
 
     def _end_driver(self, endpoint: str) -> None:
-        """A per-browser driver (embedded Firefox) goes with its browser."""
-        if not self._settings.webdriver_url and self._gecko.owns(endpoint):
+        """A per-browser driver (embedded Firefox, the mapper engine's Node process) goes
+        with its browser."""
+        if self._settings.webdriver_url:
+            return
+        if self._gecko.owns(endpoint):
             self._gecko.stop(endpoint)
+        elif self._mapper.owns(endpoint):
+            self._mapper.stop(endpoint)
 
     # -- the warm pool --------------------------------------------------------------------
 
