@@ -17,10 +17,12 @@ from pathlib import Path
 import pytest
 
 from fixtures.sites import Sites
+from processes import browser_pids
 from sitekeep.browser.driver import _group_running
 from sitekeep.config import Settings
 from support import Api, ApiFactory
 
+from .test_dead_browser import ANSWER_WITHIN, SLOW, kill_while_waiting
 from .test_own_address import assert_port_refused
 from .test_roundtrip import sign_in_everywhere
 
@@ -110,3 +112,22 @@ def _group_cmdlines(pgid: int) -> bytes:
         except (OSError, ProcessLookupError):
             continue
     return out
+
+
+async def test_a_killed_browser_answers_503_at_once_then_reopens(
+    make_api: ApiFactory, sites: Sites
+) -> None:
+    """Chromium killed (SIGKILL) mid-navigation: its mapper sees the CDP pipe close and
+    ends, the socket closes, the call answers 503 at once; the next call opens anew."""
+    api: Api = await make_api(navigation_timeout=60.0)
+    await api.open(key="k", url=sites.url("app.example.test"))
+    endpoint = (await api.browser("k")).ref.endpoint
+    (pid,) = browser_pids(endpoint, "node")
+    slow = {"url": sites.url("app.example.test", f"{SLOW}?ms=60000")}
+    took = await kill_while_waiting(
+        api, sites, "POST", "/v1/sessions/k/navigate", slow, lambda: pid
+    )
+    assert took < ANSWER_WITHIN, f"answered {took:.1f} s after the kill"
+    assert (await api.go("k", sites.url("app.example.test")))["title"]
+    reopened = (await api.browser("k")).ref.endpoint
+    assert reopened != endpoint and browser_pids(reopened, "node") != {pid}
