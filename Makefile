@@ -15,8 +15,9 @@ PORT ?= 8700
 setup: $(TEST_STAMP)
 
 # The runtime set: what `pip install sitekeep` brings (both browsers' drivers included).
-$(STAMP): pyproject.toml scripts/setup-system.sh
+$(STAMP): pyproject.toml scripts/setup-system.sh scripts/setup-mapper.sh src/sitekeep/browser/mapper_node/package-lock.json
 	PYTHON=$(PYTHON) scripts/setup-system.sh
+	scripts/setup-mapper.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e .

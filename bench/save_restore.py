@@ -59,6 +59,12 @@ Single figures, after the sizes (``--runs`` each, medians):
   service, one journaled (files, fsync) and one through a journal backend that keeps
   nothing (``singles.NoJournal``, bench only), alternating; the sessions swap roles halfway.
 
+``--engines chromedriver,mapper`` runs the whole bench once per local Chromium engine
+(``SITEKEEP_CHROMIUM_BIDI``; the second without Firefox columns, which it does not
+change), one after the other in one process, then prints every sitekeep Chromium figure
+of both side by side with each run's load — consecutive runs, so load still moves them:
+repeat with the order swapped.
+
 Every target of issue #15 is printed with its verdict (``bench/targets.py``); the run's
 summary goes into the raw JSON and, with ``--baseline``, to
 ``bench/baseline/<commit>.json`` for ``bench/compare.py``.
@@ -81,7 +87,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -788,12 +794,19 @@ async def main(
     baseline: bool = False,
     only: frozenset[str] = OPS,
     no_singles: bool = False,
-) -> None:
+    engine: Engine = "chromedriver",
+) -> dict[str, Any]:
+    """One whole run with local Chromium on ``engine`` (``Settings.chromium_bidi``); its
+    summary (``targets.summarise`` plus load, commit, engine)."""
     logging.getLogger("selenium").setLevel(logging.WARNING)
+    console.print(f"[bold]Chromium engine: {engine}[/bold] (load {_loadavg()})")
     sites = start_sites()
     tmp = tempfile.TemporaryDirectory(prefix="sitekeep-bench-")
     settings = Settings(
-        data_dir=Path(tmp.name), browser_args=tuple(FLAGS), session_store="memory://"
+        data_dir=Path(tmp.name),
+        browser_args=tuple(FLAGS),
+        session_store="memory://",
+        chromium_bidi=engine,
     )
     service = Service.from_settings(settings)  # warm_browsers=1, as `sitekeep serve` runs
     await service.browsers.warm_up()
@@ -855,6 +868,7 @@ async def main(
         "runs": runs,
         "sizes": sizes,
         "chromium": browser_version,
+        "engine": engine,
     }
     load = summary["load_1min"]
     console.print(
@@ -866,12 +880,13 @@ async def main(
         console.print(targets.verdict_line(verdict))
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"save_restore-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path = out_dir / f"save_restore-{time.strftime('%Y%m%d-%H%M%S')}-{engine}.json"
     payload = {
         "started": started,
         "runs": runs,
         "sizes": sizes,
         "chromium": browser_version,
+        "engine": engine,
         "flags": FLAGS,
         "summary": summary,
         "singles": figures,
@@ -896,6 +911,52 @@ async def main(
         kept.parent.mkdir(parents=True, exist_ok=True)
         kept.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
         console.print(f"baseline kept: {kept.relative_to(ROOT)}")
+    return summary
+
+
+Engine = Literal["chromedriver", "mapper"]
+ENGINES: tuple[Engine, ...] = ("chromedriver", "mapper")
+
+
+def _loadavg() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def print_engines(summaries: dict[str, dict[str, Any]]) -> None:
+    """Every sitekeep Chromium figure of each engine's run side by side (ms; in brackets
+    the ratio to Playwright of the same run), then each engine's load through its run."""
+    names = list(summaries)
+    table = Table(title="Chromium engines, consecutive runs (sitekeep ms, ×Playwright)")
+    table.add_column("measure")
+    for name in names:
+        table.add_column(name, justify="right")
+    if len(names) == 2:
+        table.add_column(f"{names[1]}/{names[0]}", justify="right")
+    first = summaries[names[0]]
+    for op, rows in first["measures"].items():
+        for n in sorted(rows, key=int):
+            cells = [summaries[e]["measures"].get(op, {}).get(n) for e in names]
+            shown = [f"{c['sitekeep_ms']:.1f} ({c['ratio']:.2f}×)" if c else "–" for c in cells]
+            if len(names) == 2 and all(cells):
+                shown.append(f"{cells[1]['sitekeep_ms'] / cells[0]['sitekeep_ms']:.2f}")  # type: ignore[index]
+            table.add_row(f"{op} N={n}", *shown)
+    for single, fig in first["singles"].items():
+        if "firefox" in single:
+            continue
+        for column in ("p50_ms", "bare_p50_ms", "relay_p50_ms"):
+            if column not in fig:
+                continue
+            values = [summaries[e]["singles"].get(single, {}).get(column) for e in names]
+            shown = [f"{v:.2f}" if v is not None else "–" for v in values]
+            if len(names) == 2 and None not in values:
+                shown.append(f"{values[1] / values[0]:.2f}")  # type: ignore[operator]
+            table.add_row(f"{single} {column}", *shown)
+    console.print(table)
+    for name in names:
+        load = summaries[name]["load_1min"]
+        console.print(
+            f"{name}: load (1 min) median {load['median']:.2f}, {load['min']:.2f}–{load['max']:.2f}"
+        )
 
 
 def cli() -> None:
@@ -915,14 +976,37 @@ def cli() -> None:
         help="operations to time, of save,restore,cold,open (default: all)",
     )
     parser.add_argument("--no-singles", action="store_true", help="skip the single figures")
+    parser.add_argument(
+        "--engines",
+        default="chromedriver",
+        help="local Chromium engines to run one after another, of chromedriver,mapper "
+        "(SITEKEEP_CHROMIUM_BIDI); with two, their figures side by side at the end; "
+        "Firefox columns only in the first",
+    )
     args = parser.parse_args()
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    if not engines or not set(engines) <= set(ENGINES):
+        parser.error(f"--engines: of {', '.join(ENGINES)}")
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     only = frozenset(o.strip() for o in args.only.split(",") if o.strip())
     if not only <= OPS:
         parser.error(f"--only: unknown operation(s) {', '.join(sorted(only - OPS))}")
-    asyncio.run(
-        main(args.runs, sizes, args.phases, args.no_firefox, args.baseline, only, args.no_singles)
-    )
+    summaries: dict[str, dict[str, Any]] = {}
+    for i, engine in enumerate(engines):
+        summaries[engine] = asyncio.run(
+            main(
+                args.runs,
+                sizes,
+                args.phases,
+                args.no_firefox or i > 0,  # Firefox does not change with the engine
+                args.baseline and i == 0,
+                only,
+                args.no_singles,
+                cast(Engine, engine),
+            )
+        )
+    if len(summaries) > 1:
+        print_engines(summaries)
 
 
 if __name__ == "__main__":

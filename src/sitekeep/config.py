@@ -63,6 +63,12 @@ class Settings(BaseSettings):
     """Extra browser arguments, shell-quoted: ``--host-resolver-rules="MAP *.test 127.0.0.1"``."""
     master_key: str | None = None
     """Base64 of 32 bytes; unset, a key file is generated in the data dir (mode 0600)."""
+    chromium_bidi: Literal["chromedriver", "mapper"] = "chromedriver"
+    """How a local Chromium (no ``webdriver_url``) is driven: through the embedded
+    chromedriver, or ``mapper``: sitekeep starts Chromium itself beside chromium-bidi's
+    mapper in Node (``browser.mapper``; opt-in, needs ``scripts/setup-mapper.sh``). The
+    mapper offers no WebDriver classic, so ``GET /v1/sessions/{key}/webdriver`` refuses
+    its sessions. Grid and Firefox are unchanged."""
     chromium: Path = Path("/usr/bin/chromium")
     chromedriver: Path = Path("/usr/bin/chromedriver")
     firefox: Path = Path("/usr/bin/firefox-esr")

@@ -810,13 +810,19 @@ class Service:
 
         Raises:
             NotFound: no such session. Forbidden: neither admin nor owner.
-            Conflict: the session has no live browser (open it first).
+            Conflict: the session has no live browser (open it first), or it runs on
+                the mapper engine (no WebDriver classic endpoint; ``chromium_bidi``).
         """
         record = await self._values_gate(who, key, "take over its browser")
         live = await self.seam.attach(record.browser) if record.browser is not None else None
         if live is None or record.browser is None:
             raise Conflict("the session has no live browser: open it first")
         ref = record.browser
+        if not self.browsers.classic_webdriver(ref):
+            raise Conflict(
+                "the session's browser runs on the mapper engine (SITEKEEP_CHROMIUM_BIDI="
+                "mapper), which has no WebDriver classic endpoint to hand over"
+            )
         return {
             "key": key,
             "browser": ref.kind,

@@ -6,6 +6,7 @@ the test makes) opens that kind by default.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -18,6 +19,10 @@ from sitekeep.config import Settings
 from support import Api
 
 BROWSERS = ("chromium", "firefox")
+
+ENGINE_ENV = "SITEKEEP_TEST_CHROMIUM_BIDI"
+"""``mapper``: every local-Chromium test of this folder runs on the mapper engine instead
+of the run's chromedriver (tests that check chromedriver itself fail then)."""
 
 FIREFOX_PREFS = {"network.dns.forceResolve": "127.0.0.1"}
 """Firefox has no --host-resolver-rules: every test host resolves to the loopback server."""
@@ -40,7 +45,8 @@ def grid(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grid]:
 @pytest.fixture
 def via() -> str:
     """Where browsers run: ``local`` (sitekeep's own drivers); a test parametrises it
-    with ``grid`` to run through a Selenium Grid."""
+    with ``grid`` to run through a Selenium Grid, or with ``mapper`` (Chromium only) to
+    run on the opt-in mapper engine (``SITEKEEP_CHROMIUM_BIDI=mapper``)."""
     return "local"
 
 
@@ -66,6 +72,11 @@ def settings(
     """Chromium through the run's chromedriver; Firefox through sitekeep's own geckodrivers
     (one per browser, in the test's data dir); or both through the Grid."""
     grid: Grid | None = request.getfixturevalue("grid") if via == "grid" else None
+    if via == "local" and browser == "chromium" and os.environ.get(ENGINE_ENV) == "mapper":
+        via = "mapper"
+    if via == "mapper":  # the opt-in engine: sitekeep's own Chromium beside the mapper
+        assert browser == "chromium", "the mapper engine drives Chromium only"
+        return settings.model_copy(update={"webdriver_url": None, "chromium_bidi": "mapper"})
     return for_browser(settings, browser, grid)
 
 

@@ -109,18 +109,7 @@ async def test_the_webdriver_endpoint_is_refused_like_the_server(
     port = urlsplit(settings.webdriver_url).port
     api: Api = await make_api()
     await api.open(key="k", url=sites.url("app.example.test"))
-    for url in (
-        f"http://127.1:{port}/sessions",
-        f"http://0x7f000001:{port}/session/x/cookie",
-        f"http://driver.example.test:{port}/status",
-    ):
-        reply = await api.http.post("/v1/sessions/k/navigate", json={"url": url})
-        assert reply.status_code == 403, reply.text
-        assert reply.json()["error"]["type"] == "own_address"
-    hop = sites.url("app.example.test", f"/__fixture/redirect?to=http://2130706433:{port}/sessions")
-    reply = await api.http.post("/v1/sessions/k/navigate", json={"url": hop})
-    assert reply.status_code == 403, reply.text
-    assert reply.json()["error"]["type"] == "own_address"
+    await assert_port_refused(api, sites, port, "/sessions", "/session/x/cookie")
     debugger = (await api.browser("k")).ref.debugger  # Chromium's DevTools endpoint
     assert debugger, "chromedriver reports its browser's debuggerAddress"
     dev_port = debugger.rsplit(":", 1)[1]
@@ -130,3 +119,22 @@ async def test_the_webdriver_endpoint_is_refused_like_the_server(
     text = await api.call("POST", "/v1/sessions/k/read", {})
     assert "sessionId" not in str(text) and "ready" not in str(text)
     assert (await api.go("k", sites.url("app.example.test")))["title"]
+
+
+async def assert_port_refused(api: Api, sites: Sites, port: int | str, *paths: str) -> None:
+    """Navigating session ``k`` to ``paths`` on ``port`` in three spellings of the
+    loopback address (URL check), and through a 302 hop of an allowed host (the
+    browser's guard), is refused as ``own_address``."""
+    first, second = paths
+    for url in (
+        f"http://127.1:{port}{first}",
+        f"http://0x7f000001:{port}{second}",
+        f"http://driver.example.test:{port}/status",
+    ):
+        reply = await api.http.post("/v1/sessions/k/navigate", json={"url": url})
+        assert reply.status_code == 403, reply.text
+        assert reply.json()["error"]["type"] == "own_address"
+    hop = sites.url("app.example.test", f"/__fixture/redirect?to=http://2130706433:{port}{first}")
+    reply = await api.http.post("/v1/sessions/k/navigate", json={"url": hop})
+    assert reply.status_code == 403, reply.text
+    assert reply.json()["error"]["type"] == "own_address"

@@ -35,12 +35,15 @@ from sitekeep.model import BrowserKind, BrowserRef
 __all__ = [
     "LocalChromedriver",
     "LocalGeckodriver",
+    "PerBrowserServers",
     "SessionSpec",
     "create_session",
     "delete_session",
     "find_geckodriver",
     "session_alive",
     "session_gone",
+    "stop_all_recorded",
+    "stop_recorded",
 ]
 
 log = logging.getLogger(__name__)
@@ -502,7 +505,65 @@ per-site permissions and preferences), the prefs geckodriver writes for one sess
 and the locks of a running Firefox."""
 
 
-class LocalGeckodriver:
+class PerBrowserServers:
+    """Servers started one per browser, detached, each on its own loopback port, their
+    pid and the browser's profile recorded in ``<folder>/<port>.json`` so that any
+    process on the data dir can end them (geckodriver, the mapper engine's Node)."""
+
+    def __init__(self, folder: Path) -> None:
+        self._dir = folder
+
+    def owns(self, endpoint: str) -> bool:
+        """Whether ``endpoint`` is a server of this kind this data dir started."""
+        return self._state(endpoint).exists()
+
+    def _state(self, endpoint: str) -> Path:
+        port = endpoint.rstrip("/").rsplit(":", 1)[-1]
+        return self._dir / f"{port}.json"
+
+    def stop(self, endpoint: str) -> bool:
+        """End the server at ``endpoint`` and its browser (after its session was deleted)
+        and remove the browser's profile; whether it was running (:func:`stop_recorded`)."""
+        return stop_recorded(self._state(endpoint), endpoint)
+
+    def stop_all(self) -> int:
+        """End every server of this kind this data dir started, and their browsers; how
+        many ran."""
+        return stop_all_recorded(self._dir)
+
+
+def stop_recorded(state: Path, endpoint: str) -> bool:
+    """End the per-browser server at ``endpoint`` whose ``state`` file (JSON ``{pid,
+    profile}``) this data dir keeps: its process group (it and its browser), then, once
+    no process of the group is left, the browser's profile folder and the file. Whether
+    it was running."""
+    try:
+        data = json.loads(state.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = None
+    data = data if isinstance(data, dict) else {}
+    pid = data.get("pid")
+    running = False
+    if isinstance(pid, int):
+        if _is_driver(pid, endpoint):
+            running = True
+            _end_group(pid)
+        _wait_group_gone(pid, 10.0)  # a browser still writing its profile
+    profile = data.get("profile")
+    if isinstance(profile, str):
+        shutil.rmtree(profile, ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        state.unlink()
+    return running
+
+
+def stop_all_recorded(folder: Path) -> int:
+    """:func:`stop_recorded` for every ``<port>.json`` in ``folder``; how many ran."""
+    states = list(folder.glob("*.json")) if folder.is_dir() else []
+    return sum(stop_recorded(state, f"http://127.0.0.1:{state.stem}") for state in states)
+
+
+class LocalGeckodriver(PerBrowserServers):
     """Embedded Firefox endpoints: one geckodriver per browser (geckodriver serves one
     session), each on its own loopback ports, started detached so the browser outlives
     this process like a Chromium one does (SPEC §2).
@@ -531,7 +592,7 @@ class LocalGeckodriver:
     def __init__(
         self, data_dir: Path, executable: Path | None, cache_dir: Path | None = None
     ) -> None:
-        self._dir = data_dir / "geckodriver"
+        super().__init__(data_dir / "geckodriver")
         self._templates = (cache_dir or data_dir) / "firefox-templates"
         self._exe = executable
         self._template_failed: set[str] = set()
@@ -642,34 +703,3 @@ class LocalGeckodriver:
                     shutil.rmtree(old, ignore_errors=True)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-
-    def owns(self, endpoint: str) -> bool:
-        """Whether ``endpoint`` is a geckodriver this data dir started."""
-        return self._state(endpoint).exists()
-
-    def _state(self, endpoint: str) -> Path:
-        port = endpoint.rstrip("/").rsplit(":", 1)[-1]
-        return self._dir / f"{port}.json"
-
-    def stop(self, endpoint: str) -> bool:
-        """End the geckodriver at ``endpoint`` (after its session was deleted) and remove
-        its browser's profile copy; whether a driver was running."""
-        state = self._state(endpoint)
-        data = self._read_state(state) or {}
-        pid = data.get("pid")
-        running = False
-        if isinstance(pid, int) and _is_driver(pid, endpoint):
-            running = True
-            _end_group(pid)
-            _wait_group_gone(pid, 10.0)
-        profile = data.get("profile")
-        if isinstance(profile, str):
-            shutil.rmtree(profile, ignore_errors=True)
-        with contextlib.suppress(FileNotFoundError):
-            state.unlink()
-        return running
-
-    def stop_all(self) -> int:
-        """End every geckodriver this data dir started (and their browsers); how many."""
-        states = list(self._dir.glob("*.json")) if self._dir.is_dir() else []
-        return sum(self.stop(f"http://127.0.0.1:{state.stem}") for state in states)

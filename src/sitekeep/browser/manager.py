@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -42,6 +43,7 @@ from sitekeep.browser.driver import (
 )
 from sitekeep.browser.guard import OwnAddressGuard
 from sitekeep.browser.live import LiveBrowser
+from sitekeep.browser.mapper import LocalMapper
 from sitekeep.browser.proxy import ProxyAuth, ProxySettings
 from sitekeep.browser.samesite import SameSiteLog
 from sitekeep.browser.scripts import CHANNEL, PRELOAD
@@ -79,6 +81,9 @@ class BrowserManager:
         self._gecko = LocalGeckodriver(
             settings.data_dir, settings.geckodriver or find_geckodriver(), settings.cache_dir
         )
+        self._mapper = LocalMapper(settings.data_dir)
+        """Browsers of the opt-in mapper engine (``chromium_bidi=mapper``); always made, so
+        that ``stop_local_drivers`` ends those a run with the setting left behind."""
         self._live: dict[str, LiveBrowser] = {}
         self._warm: dict[BrowserKind, list[LiveBrowser]] = {"chromium": [], "firefox": []}
         self._born_with: dict[str, list[str]] = {}
@@ -98,7 +103,7 @@ class BrowserManager:
 
     def stop_local_drivers(self) -> int:
         """End the embedded drivers and every browser they still run; how many drivers."""
-        stopped = self._gecko.stop_all()
+        stopped = self._gecko.stop_all() + self._mapper.stop_all()
         if self._local is not None and self._local.stop():
             stopped += 1
         return stopped
@@ -184,17 +189,37 @@ class BrowserManager:
             len(tops) == 1 and tops[0].get("url") == "about:blank" and not tops[0].get("children")
         )
 
+    @property
+    def uses_mapper(self) -> bool:
+        """Whether local Chromium browsers run on the mapper engine (``browser.mapper``)."""
+        return not self._settings.webdriver_url and self._settings.chromium_bidi == "mapper"
+
+    def classic_webdriver(self, ref: BrowserRef) -> bool:
+        """Whether ``ref``'s endpoint speaks WebDriver classic (a mapper's does not)."""
+        return not self._mapper.owns(ref.endpoint)
+
     async def _launch(
         self, kind: BrowserKind, insecure: bool, proxy: ProxySettings | None = None
     ) -> LiveBrowser:
-        endpoint = await self.endpoint(kind)
-        try:
+        if kind == "chromium" and self.uses_mapper:
             ref = await anyio.to_thread.run_sync(
-                create_session, endpoint, self._spec(kind, insecure, endpoint, proxy)
+                functools.partial(
+                    self._mapper.launch,
+                    self._settings.chromium,
+                    args=self._settings.browser_args,
+                    insecure=insecure,
+                    proxy=proxy.capability() if proxy is not None else None,
+                )
             )
-        except BaseException:
-            await self._end_driver(endpoint)
-            raise
+        else:
+            endpoint = await self.endpoint(kind)
+            try:
+                ref = await anyio.to_thread.run_sync(
+                    create_session, endpoint, self._spec(kind, insecure, endpoint, proxy)
+                )
+            except BaseException:
+                await self._end_driver(endpoint)
+                raise
         try:
             return await self._wire(ref, LeaveTracker.at_birth(), install=True, proxy=proxy)
         except BaseException:
@@ -280,20 +305,23 @@ class BrowserManager:
         await self._end_browser(endpoint, session_id)
 
     async def _end_browser(self, endpoint: str, session_id: str) -> None:
-        """End a browser: a per-browser driver (embedded Firefox) goes with its whole
-        process group, without W3C Delete Session first — that waited ~0.6 s for Firefox
-        to quit cleanly into a profile copy that is removed next (0.07 s without it);
-        any other browser through Delete Session."""
+        """End a browser: a per-browser server (embedded Firefox's geckodriver, the mapper
+        engine's Node process) goes with its whole process group, without W3C Delete
+        Session first — that waited ~0.6 s for Firefox to quit cleanly into a profile copy
+        that is removed next (0.07 s without it); any other browser through Delete Session."""
         if not await self._end_driver(endpoint):
             await delete_session(endpoint, session_id)
 
     async def _end_driver(self, endpoint: str) -> bool:
-        """End ``endpoint`` when it is a per-browser driver this data dir started (in a
+        """End ``endpoint`` when it is a per-browser server this data dir started (in a
         worker thread: it waits up to ~13 s for the process group); whether it was."""
-        if self._settings.webdriver_url or not self._gecko.owns(endpoint):
+        if self._settings.webdriver_url:
             return False
-        await anyio.to_thread.run_sync(self._gecko.stop, endpoint)
-        return True
+        for servers in (self._gecko, self._mapper):
+            if servers.owns(endpoint):
+                await anyio.to_thread.run_sync(servers.stop, endpoint)
+                return True
+        return False
 
     # -- the warm pool --------------------------------------------------------------------
 

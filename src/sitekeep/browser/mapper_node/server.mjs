@@ -1,0 +1,258 @@
+// sitekeep's opt-in Chromium BiDi engine (SITEKEEP_CHROMIUM_BIDI=mapper; see mapper.py).
+//
+// One process per browser: it starts Chromium with the argv sitekeep built (its own
+// process group, so sitekeep's killpg ends both), talks CDP to it over
+// --remote-debugging-pipe, and runs chromium-bidi's mapper in this Node process — what
+// Puppeteer's BidiOverCdp does — instead of in a hidden tab driven by chromedriver.
+// It serves, on 127.0.0.1:<port>:
+//   ws  /session/<id>           W3C WebDriver BiDi; each socket is its own goog:channel
+//                                (its subscriptions and intercepts end with it)
+//   GET /status                  {value: {ready}}
+//   GET /session/<id>/window     200 while the browser runs, else 404 invalid session id
+//   DELETE /session/<id>         closes the browser, then this process exits
+// Every other WebDriver classic command answers 404 unknown command.
+//
+// Usage: node server.mjs --port=<port> --session=<id> --config=<json>
+//   config: {"argv": [chromium, ...flags], "acceptInsecureCerts": bool}
+
+import http from 'node:http';
+import {spawn} from 'node:child_process';
+import {WebSocketServer} from 'ws';
+import {BidiServer} from 'chromium-bidi/out/Default/gen/src/bidiMapper/BidiMapper.js';
+import {MapperCdpConnection} from 'chromium-bidi/out/Default/gen/src/cdp/CdpConnection.js';
+import {BidiParser} from 'chromium-bidi/out/Default/gen/src/bidiTab/BidiParser.js';
+
+const args = Object.fromEntries(
+  process.argv.slice(2).map((a) => {
+    const eq = a.indexOf('=');
+    return [a.slice(2, eq), a.slice(eq + 1)];
+  }),
+);
+const port = Number(args.port);
+const sessionId = args.session;
+const config = JSON.parse(args.config);
+const INTERNAL = 'sitekeep:internal';
+
+// -- Chromium over a CDP pipe (fd 3: its input, fd 4: its output; NUL-separated JSON) --
+
+const chrome = spawn(config.argv[0], config.argv.slice(1), {
+  stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'],
+});
+let chromeGone = false;
+chrome.on('exit', () => {
+  chromeGone = true;
+  shutdown();
+});
+chrome.on('error', () => {
+  chromeGone = true;
+  shutdown();
+});
+
+class PipeTransport {
+  #write;
+  #onMessage = () => {};
+  #pending = [];
+  constructor(write, read) {
+    this.#write = write;
+    read.on('data', (chunk) => this.#dispatch(chunk));
+    read.on('error', () => {});
+    write.on('error', () => {});
+  }
+  setOnMessage(handler) {
+    this.#onMessage = handler;
+  }
+  sendMessage(message) {
+    this.#write.write(message + '\0');
+  }
+  #dispatch(chunk) {
+    // Buffers, not strings: a UTF-8 character may be split between two chunks.
+    let start = 0;
+    let end = chunk.indexOf(0);
+    while (end !== -1) {
+      this.#pending.push(chunk.subarray(start, end));
+      const message = Buffer.concat(this.#pending).toString('utf8');
+      this.#pending = [];
+      this.#onMessage(message);
+      start = end + 1;
+      end = chunk.indexOf(0, start);
+    }
+    if (start < chunk.length) this.#pending.push(chunk.subarray(start));
+  }
+  close() {}
+}
+
+// -- BiDi sockets as goog:channels of one mapper ----------------------------------------
+
+const sockets = new Map(); // channel -> {ws, pending: Map<id, method>, subscriptions, intercepts}
+const internal = new Map(); // id -> resolve
+let nextInternal = 1;
+let nextChannel = 1;
+
+const bidiTransport = {
+  onMessage: () => {},
+  setOnMessage(handler) {
+    this.onMessage = handler;
+  },
+  sendMessage(message) {
+    const channel = message['goog:channel'];
+    if (channel === INTERNAL) {
+      internal.get(message.id)?.(message);
+      internal.delete(message.id);
+      return;
+    }
+    const text = (() => {
+      if (channel === undefined) return null;
+      delete message['goog:channel'];
+      return JSON.stringify(message);
+    })();
+    if (text === null) {
+      const all = JSON.stringify(message); // no channel (a malformed command): everyone
+      for (const s of sockets.values()) s.ws.send(all);
+      return;
+    }
+    const socket = sockets.get(channel);
+    if (socket === undefined) return;
+    if (message.type === 'success' && socket.pending.has(message.id)) {
+      const method = socket.pending.get(message.id);
+      if (method === 'session.subscribe' && message.result?.subscription) {
+        socket.subscriptions.push(message.result.subscription);
+      } else if (method === 'network.addIntercept' && message.result?.intercept) {
+        socket.intercepts.push(message.result.intercept);
+      }
+    }
+    if (message.id !== undefined) socket.pending.delete(message.id);
+    socket.ws.send(text);
+  },
+  close() {},
+};
+
+function command(method, params) {
+  const id = nextInternal++;
+  return new Promise((resolve) => {
+    internal.set(id, resolve);
+    bidiTransport.onMessage({id, method, params, 'goog:channel': INTERNAL});
+  });
+}
+
+const cdp = new MapperCdpConnection(new PipeTransport(chrome.stdio[3], chrome.stdio[4]));
+const browserClient = await cdp.createBrowserSession();
+await BidiServer.createAndStart(bidiTransport, cdp, browserClient, '', new BidiParser());
+const created = await command('session.new', {
+  capabilities: {alwaysMatch: {acceptInsecureCerts: Boolean(config.acceptInsecureCerts)}},
+});
+if (created.type !== 'success') {
+  process.stderr.write(`session.new failed: ${JSON.stringify(created)}\n`);
+  process.exit(1);
+}
+let ready = true;
+
+// -- HTTP and WebSocket on one loopback port --------------------------------------------
+
+function reply(res, status, value) {
+  const body = JSON.stringify({value});
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+  });
+  res.end(body);
+}
+
+const invalidSession = {error: 'invalid session id', message: 'no such session', stacktrace: ''};
+
+const server = http.createServer((req, res) => {
+  const path = (req.url ?? '/').split('?')[0].replace(/\/+$/, '');
+  const ours = `/session/${sessionId}`;
+  if (req.method === 'GET' && path === '/status') {
+    return reply(res, 200, {ready: ready && !chromeGone, message: 'sitekeep bidi mapper'});
+  }
+  if (req.method === 'GET' && path.startsWith('/session/') && path.endsWith('/window')) {
+    if (path === `${ours}/window` && !chromeGone) return reply(res, 200, '');
+    return reply(res, 404, invalidSession);
+  }
+  if (req.method === 'DELETE' && path.startsWith('/session/')) {
+    if (path !== ours) return reply(res, 404, invalidSession);
+    reply(res, 200, null);
+    closeBrowser();
+    return;
+  }
+  return reply(res, 404, {
+    error: 'unknown command',
+    message: 'this endpoint speaks WebDriver BiDi only (sitekeep mapper engine)',
+    stacktrace: '',
+  });
+});
+
+const wss = new WebSocketServer({noServer: true, perMessageDeflate: false});
+server.on('upgrade', (req, socket, head) => {
+  const path = (req.url ?? '/').split('?')[0].replace(/\/+$/, '');
+  if (path !== `/session/${sessionId}` || chromeGone) {
+    socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\n');
+    return;
+  }
+  wss.handleUpgrade(req, socket, head, (ws) => connected(ws));
+});
+
+function connected(ws) {
+  const channel = `sitekeep:${nextChannel++}`;
+  const state = {ws, pending: new Map(), subscriptions: [], intercepts: []};
+  sockets.set(channel, state);
+  ws.on('message', (data) => {
+    let message;
+    try {
+      message = JSON.parse(data.toString('utf8'));
+    } catch {
+      ws.send(JSON.stringify({type: 'error', id: null, error: 'invalid argument',
+        message: 'not JSON'}));
+      return;
+    }
+    if (message === null || typeof message !== 'object' || Array.isArray(message)) {
+      ws.send(JSON.stringify({type: 'error', id: null, error: 'invalid argument',
+        message: 'not a JSON object'}));
+      return;
+    }
+    if (message.method === 'session.subscribe' || message.method === 'network.addIntercept') {
+      state.pending.set(message.id, message.method);
+    }
+    message['goog:channel'] = channel;
+    bidiTransport.onMessage(message);
+  });
+  ws.on('close', () => {
+    sockets.delete(channel);
+    // What the socket made ends with it: a blocked request nobody answers wedges a tab.
+    if (state.subscriptions.length) {
+      void command('session.unsubscribe', {subscriptions: state.subscriptions});
+    }
+    for (const intercept of state.intercepts) {
+      void command('network.removeIntercept', {intercept});
+    }
+  });
+  ws.on('error', () => {});
+}
+
+let closing = false;
+async function closeBrowser() {
+  if (closing) return;
+  closing = true;
+  ready = false;
+  try {
+    await Promise.race([
+      browserClient.sendCommand('Browser.close'),
+      new Promise((r) => setTimeout(r, 5000)),
+    ]);
+  } catch {
+    // the pipe is closed: the browser is already gone
+  }
+  const deadline = Date.now() + 5000;
+  while (!chromeGone && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  if (!chromeGone) chrome.kill('SIGKILL');
+  shutdown();
+}
+
+function shutdown() {
+  for (const s of sockets.values()) s.ws.terminate();
+  sockets.clear();
+  server.close();
+  setTimeout(() => process.exit(0), 50).unref();
+}
+
+server.listen(port, '127.0.0.1');
