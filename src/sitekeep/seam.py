@@ -389,6 +389,10 @@ class Session:
         """
         self.require()
         written = self.begin(op, args.model_dump(exclude_none=True), step)
+        # Ruling on SPEC §8 (lead, issue #15): "begin durable before dispatch … browser not
+        # touched" guards effects on the browser. A save's first calls only read, so its
+        # begin may go out beside them — provided a begin that cannot be written still ends
+        # the call with 503 and no snapshot, record change or finish (tests/faults).
         if op in READS_FIRST:
             beginning = self._beginning = _Beginning(written)
         else:

@@ -148,12 +148,16 @@ async def test_a_finish_that_cannot_be_written_leaves_the_session_unsettled_and_
     assert (await api.service.journal.replay(JournalKey(WHO.tenant, "u"))).state.settled
 
 
+@pytest.mark.parametrize("full", [False, True])
 async def test_a_save_whose_begin_cannot_be_written_is_503_and_stores_nothing(
-    small_tmpfs: Path, make_api: ApiFactory, sites: Sites
+    small_tmpfs: Path, make_api: ApiFactory, sites: Sites, full: bool
 ) -> None:
-    """A save's begin is appended beside its first reads (issue #15): refused, the save
-    fails with 503 all the same, the snapshot and the journal stay as they were, and no
-    spare tab is opened. The disk goes read-only, as ext4 does on an error."""
+    """A save's begin is appended beside its first reads (issue #15, the lead's ruling on
+    SPEC §8): refused, the save fails with 503 all the same; the snapshot, the session
+    record and the journal (no begin, no finish) stay as they were, and no spare tab is
+    opened. The disk goes read-only, as ext4 does on an error. Without a spare tab
+    (``full`` false, every origin live or copied on leave) the reads are all done when the
+    refusal comes back; with one, the refusal stops the save before the spare tab."""
     api: Api = await make_api(journal_url=f"file://{small_tmpfs / 'journal'}")
     first = sites.url("www.example.test", "/__fixture/ls?k=dummy-one")
     await api.open(key="s", url=first)
@@ -163,6 +167,7 @@ async def test_a_save_whose_begin_cannot_be_written_is_503_and_stores_nothing(
     snapshot = await api.service._load_snapshot(WHO.tenant, "s")
     key = JournalKey(WHO.tenant, "s")
     head = await api.service.journal.backend.head(key)
+    record = await api.service.seam.load(WHO.tenant, "s")
     browser = await api.browser("s")
     await browser.conn.send(
         "script.evaluate",
@@ -175,17 +180,18 @@ async def test_a_save_whose_begin_cannot_be_written_is_503_and_stores_nothing(
 
     subprocess.run(["mount", "-o", "remount,ro", str(small_tmpfs)], check=True)
     try:
-        reply = await api.http.post("/v1/sessions/s/save-site-data", json={"full": True})
+        reply = await api.http.post("/v1/sessions/s/save-site-data", json={"full": full})
     finally:
         subprocess.run(["mount", "-o", "remount,rw", str(small_tmpfs)], check=True)
     assert reply.status_code == 503, reply.text
     assert reply.json()["error"]["type"] == "journal_unavailable"
     assert await api.service._load_snapshot(WHO.tenant, "s") == snapshot  # nothing stored
-    assert await api.service.journal.backend.head(key) == head  # nothing journaled
+    assert await api.service.journal.backend.head(key) == head  # no begin, no finish
+    assert await api.service.seam.load(WHO.tenant, "s") == record  # the record unchanged
     tree = await browser.conn.send("browsingContext.getTree", {"maxDepth": 0})
     assert len(tree["contexts"]) == 1  # no spare tab was opened, none left behind
 
-    after = await api.save("s", full=True)  # the disk writable again: the same save goes
+    after = await api.save("s", full=full)  # the disk writable again: the same save goes
     assert after["saved"]["sites"] == before["saved"]["sites"]
     saved = await api.service._load_snapshot(WHO.tenant, "s")
     assert saved is not None and saved != snapshot
