@@ -22,11 +22,23 @@ shows an animated page (a counter and a block moved every animation frame) pinne
 * ``key press`` — an ``input.performActions`` of one key, down and up: the first leg of a
   live view's input → frame.
 
+``--keys N`` then times **key → frame** on the animated page with a key that toggles a
+full-page checkerboard (as ``liveview.py`` does, without the server): N keys 0.3 s apart,
+each timed from sending its ``input.performActions`` to the first capture reply on the
+key's side of the size midpoint, with the key's own ack time, and how many of those
+first replies came from a capture *started before the key was acknowledged*. Schedules:
+``paced ×3`` (the relay's Chromium loops), ``paced ×3 + one at the ack`` (a capture
+started as soon as the key is acknowledged, beside the loops), ``paced ×3, held for the
+key`` (that capture, and the loops start nothing from the key's send until it answers),
+``one at the ack`` (that capture alone: the floor of key → frame).
+
 Variants are interleaved round by round (``--rounds``) so machine noise hits them all.
 Run under the heavy lock::
 
-    .venv/bin/python bench/capture_cost.py [--seconds 3] [--rounds 2]
+    .venv/bin/python bench/capture_cost.py [--seconds 3] [--rounds 2] [--keys 12]
         [--browsers chromium,firefox] [--args "--extra-chromium-switch"]
+
+(``--seconds 0 --keys 12``: key → frame alone.)
 """
 
 from __future__ import annotations
@@ -62,6 +74,10 @@ KEY = {
     "actions": [{"type": "keyDown", "value": "x"}, {"type": "keyUp", "value": "x"}],
 }
 STILL = '<p style="font:48px monospace">still</p>'
+TOGGLE = """<style>body.k { background: repeating-conic-gradient(#000 0 25%, #fff 0 50%)
+0 0 / 8px 8px; }</style><script>addEventListener("keydown",
+() => document.body.classList.toggle("k"));</script>"""
+Q75 = {"format": {"type": "image/jpeg", "quality": 0.75}, "origin": "viewport"}
 
 
 @dataclass
@@ -146,6 +162,85 @@ async def run_variant(conn: BidiConnection, context: str, v: Variant, seconds: f
     v.seconds += time.perf_counter() - started
 
 
+@dataclass
+class KeyRun:
+    """Key → frame under one capture schedule."""
+
+    name: str
+    loops: int
+    at_ack: bool
+    hold: bool = False
+    """The loops start nothing from a key's send until the capture at its ack answers."""
+    latencies: list[float] = field(default_factory=list)
+    acks: list[float] = field(default_factory=list)
+    before_ack: int = 0
+
+
+async def key_to_frame(conn: BidiConnection, context: str, run: KeyRun, keys: int) -> None:
+    """``keys`` keys under ``run``'s schedule (the page toggles a checkerboard per key)."""
+    caps: list[tuple[float, float, int]] = []  # start, reply, bytes
+    took, next_start, stop = [0.085], [0.0], [False]
+    calm = asyncio.Event()
+    calm.set()
+    params = {"context": context, **Q75}
+
+    async def one() -> None:
+        sent = time.perf_counter()
+        result = await conn.send("browsingContext.captureScreenshot", params, timeout=30)
+        done = time.perf_counter()
+        took[0] = 0.75 * took[0] + 0.25 * (done - sent)
+        caps.append((sent, done, len(result["data"])))
+
+    async def loop() -> None:
+        while not stop[0]:
+            now = time.perf_counter()
+            slot = max(now, next_start[0])
+            next_start[0] = slot + took[0] / run.loops
+            await asyncio.sleep(slot - now)
+            await calm.wait()
+            await one()
+
+    async def at_ack() -> None:
+        await one()
+        calm.set()
+
+    loops = [asyncio.create_task(loop()) for _ in range(run.loops)]
+    extra: list[asyncio.Task[None]] = []
+    sent_acked = []
+    await asyncio.sleep(1.0)
+    for _ in range(keys + keys % 2):  # even: the page ends plain
+        await asyncio.sleep(0.3)
+        sent = time.perf_counter()
+        if run.hold:
+            calm.clear()
+        await conn.send("input.performActions", {"context": context, "actions": [KEY]})
+        sent_acked.append((sent, time.perf_counter()))
+        if run.at_ack:
+            extra.append(asyncio.create_task(at_ack()))
+    await asyncio.sleep(0.6)
+    stop[0] = True
+    await asyncio.gather(*loops, *extra)
+    sizes = sorted(size for _, _, size in caps)
+    threshold = (sizes[0] + sizes[-1]) / 2
+    for number, (sent, acked) in enumerate(sent_acked[:keys]):
+        on = number % 2 == 0
+        shown = [c for c in caps if c[1] > sent and (c[2] > threshold) == on]
+        run.acks.append((acked - sent) * 1000)
+        if shown:
+            first = min(shown, key=lambda c: c[1])
+            run.latencies.append((first[1] - sent) * 1000)
+            run.before_ack += first[0] < acked
+
+
+def key_runs() -> list[KeyRun]:
+    return [
+        KeyRun("paced ×3", 3, False),
+        KeyRun("paced ×3 + one at the ack", 3, True),
+        KeyRun("paced ×3, held for the key", 3, True, hold=True),
+        KeyRun("one at the ack", 0, True),
+    ]
+
+
 def start(kind: str, extra: list[str]) -> Any:
     if kind == "chromium":
         options: Any = webdriver.ChromeOptions()
@@ -164,7 +259,9 @@ def start(kind: str, extra: list[str]) -> Any:
     return webdriver.Firefox(service=service, options=options)
 
 
-async def measure(kind: str, extra: list[str], seconds: float, rounds: int) -> list[Variant]:
+async def measure(
+    kind: str, extra: list[str], seconds: float, rounds: int, keys: int = 0
+) -> tuple[list[Variant], list[KeyRun]]:
     driver = await asyncio.to_thread(start, kind, extra)
     try:
         conn = await BidiConnection.connect(driver.caps["webSocketUrl"], timeout=30)
@@ -179,7 +276,7 @@ async def measure(kind: str, extra: list[str], seconds: float, rounds: int) -> l
             },
         )
         pages = {"animated": ANIMATED, "still": STILL}
-        found = variants()
+        found = variants() if seconds > 0 else []
         showing = ""
         for _ in range(rounds):
             for v in found:
@@ -192,8 +289,16 @@ async def measure(kind: str, extra: list[str], seconds: float, rounds: int) -> l
                     showing = v.page
                     await asyncio.sleep(0.3)
                 await run_variant(conn, context, v, seconds)
+        runs = key_runs() if keys else []
+        if runs:
+            url = "data:text/html," + quote(ANIMATED + TOGGLE)
+            params = {"context": context, "url": url, "wait": "complete"}
+            await conn.send("browsingContext.navigate", params)
+            for _ in range(rounds):
+                for run in runs:
+                    await key_to_frame(conn, context, run, keys)
         await conn.close()
-        return found
+        return found, runs
     finally:
         await asyncio.to_thread(driver.quit)
 
@@ -223,12 +328,22 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--browsers", default="chromium,firefox")
     parser.add_argument("--args", default="", help="extra Chromium switches")
+    parser.add_argument("--keys", type=int, default=0, help="key → frame samples (0: none)")
     args = parser.parse_args()
     extra = shlex.split(args.args)
     print(f"captureScreenshot at {WIDTH}×{HEIGHT}, DPR 1 · {_load()}")
     for kind in args.browsers.split(","):
-        found = await measure(kind, extra if kind == "chromium" else [], args.seconds, args.rounds)
+        switches = extra if kind == "chromium" else []
+        found, runs = await measure(kind, switches, args.seconds, args.rounds, args.keys)
         table(kind, found, lambda k: k)
+        for run in runs:
+            ordered = sorted(run.latencies) or [float("nan")]
+            print(
+                f"{kind}: key → frame, {run.name:26} p50 {statistics.median(ordered):5.1f}"
+                f" p90 {ordered[int(0.9 * (len(ordered) - 1))]:5.1f} ms · key ack p50"
+                f" {statistics.median(run.acks):4.1f} ms · first shown by a capture started"
+                f" before the ack {run.before_ack}/{len(run.latencies)}"
+            )
     if extra:
         print(f"Chromium with {args.args}")
     print(_load())

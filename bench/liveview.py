@@ -19,7 +19,9 @@ full-page checkerboard on the page (on, then off), and the clock runs from sendi
 key until the first frame that shows the change. A checkerboard JPEG is several times the
 size of the plain page's, so the change is seen from the frame's byte count alone (no
 image decoding): "on" is the first frame larger than the midpoint between the plain and
-the checkered sizes, "off" the first smaller one.
+the checkered sizes, "off" the first smaller one. The row also gives the two medians
+apart (``on/off``): a checkered frame is the larger one to encode and carry, so "on" is
+the slower side.
 
 Every frame must be 1280×800 (read from the JPEG's header): a run with any other size
 says ``INVALID`` — the viewport was not what the live session asked for.
@@ -138,6 +140,10 @@ class Socket:
                 return
 
 
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
 @dataclass
 class Row:
     """One browser on one page."""
@@ -146,6 +152,9 @@ class Row:
     page: str
     fps: float = 0.0
     latencies: list[float] = field(default_factory=list)
+    on: list[float] = field(default_factory=list)
+    """The latencies of the keys that turned the checkerboard on (its frames are larger)."""
+    off: list[float] = field(default_factory=list)
     missed: int = 0
     sizes: list[tuple[int, int]] = field(default_factory=list)
     errors: int = 0
@@ -174,7 +183,9 @@ class Row:
         fps = "     —  " if self.page == "still" else f"{self.fps:5.1f} fps"
         return (
             f"{self.browser:9} {self.page:6} {fps} · input→frame p50 {self.p(0.5):5.1f} ms,"
-            f" p90 {self.p(0.9):5.1f} ms ({len(self.latencies)} changes"
+            f" p90 {self.p(0.9):5.1f} ms (on/off p50 {_median(self.on):3.0f}/"
+            f"{_median(self.off):3.0f};"
+            f" {len(self.latencies)} changes"
             f"{f', {self.missed} unseen' if self.missed else ''}; {self.errors} errors;"
             f" {self.repeats} repeated frames{'; ' + self.note if self.note else ''})"
             f" — {self.verdict()}"
@@ -243,6 +254,7 @@ async def _latencies(sock: Socket, row: Row, samples: int, plain: float) -> None
             row.missed += 1
         else:
             row.latencies.append(took)
+            (row.on if on else row.off).append(took)
         on = not on
     if not on:  # leave it plain
         await sock.send({"type": "key", "key": "x"})

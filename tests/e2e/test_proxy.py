@@ -4,7 +4,11 @@ the W3C ``proxy`` capability says where, BiDi ``network.authRequired`` →
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import socket
+import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -93,6 +97,47 @@ async def _asked_twice(live: LiveBrowser, echo: Echo, host: str) -> list[str | N
     assert (await _title(live, echo.url(host, "/"))).startswith(f"VIA {VIA}")
     assert await _title_or_error(live, echo.url(host, "/ask-auth")) != "GOT CREDENTIALS"
     return [v for h, v in echo.seen if h == f"{host}:{echo.port}"]
+
+
+@pytest.fixture
+def challenger() -> Iterator[list[str]]:
+    """A loopback "proxy" answering every request 407 (asking for credentials), and the
+    request lines it received."""
+    seen: list[str] = []
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def answer() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = server.accept()
+                with conn:
+                    seen.append(conn.recv(4096).split(b"\r\n", 1)[0].decode(errors="replace"))
+                    conn.sendall(
+                        b"HTTP/1.1 407 Proxy Authentication Required\r\n"
+                        b'Proxy-Authenticate: Basic realm="test"\r\n'
+                        b"Content-Length: 0\r\nConnection: close\r\n\r\n"
+                    )
+
+    threading.Thread(target=answer, daemon=True).start()
+    seen.append(f"127.0.0.1:{server.getsockname()[1]}")
+    yield seen
+    server.close()
+
+
+@pytest.mark.parametrize("browser", ["firefox"])  # Chromium's start probes the proxy on purpose
+@pytest.mark.parametrize("refuse", [(), ("refused.example.test",)], ids=["manual", "pac"])
+async def test_a_starting_browser_sends_nothing_through_an_authenticating_proxy(
+    manager: BrowserManager, settings: Settings, challenger: list[str], refuse: tuple[str, ...]
+) -> None:
+    """A browser's own traffic while it starts (Firefox's Remote Settings sync) met the
+    proxy's 407 before sitekeep could answer ``network.authRequired``: Firefox opened a
+    prompt with no window to put it in, and New Session never returned (1 start in ~7)."""
+    address = challenger.pop(0)
+    proxy = ProxySettings(address, USER, PASSWORD, refuse=refuse)
+    live = await manager.start(settings.browser, proxy=proxy)
+    await asyncio.sleep(2.0)  # the startup sync went out within the first second
+    assert await live.evaluate_json("() => JSON.stringify(1 + 1)") == 2
+    assert challenger == []
 
 
 @pytest.mark.parametrize("via", ["local", "grid"])

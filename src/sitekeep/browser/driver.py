@@ -71,8 +71,19 @@ FIREFOX_PREFS: dict[str, Any] = {
     "network.captive-portal-service.enabled": False,
     "network.connectivity-service.enabled": False,
     "devtools.jsonview.enabled": False,  # a JSON response is the page, as in Chromium
+    "services.settings.server": "data:,#remote-settings-dummy/v1",  # honoured with FIREFOX_ENV
 }
 """Firefox's counterpart of the Chromium flags: no background traffic to unreachable hosts."""
+
+FIREFOX_ENV: dict[str, str] = {"MOZ_REMOTE_SETTINGS_DEVTOOLS": "1"}
+"""Environment of every geckodriver sitekeep starts, which its Firefox inherits (geckodriver
+0.33 drops ``moz:firefoxOptions.env`` on desktop; a Grid node needs it in its own
+environment). A release Firefox ignores ``services.settings.server`` unless this is set,
+and then syncs its Remote Settings from ``firefox.settings.services.mozilla.com`` while it
+starts. Through a proxy that asks for credentials, that request's 407 opened an
+authentication prompt before the first window existed — before sitekeep can answer
+``network.authRequired`` over BiDi — and New Session never returned (1 start in ~7 here,
+with either proxy type)."""
 
 NEW_SESSION_TIMEOUT = 120
 """Seconds a WebDriver server may take to answer New Session (W3C WebDriver §New Session)
@@ -251,8 +262,9 @@ def _ready(url: str) -> bool:
         return False
 
 
-def _spawn_detached(argv: list[str]) -> int:
-    """Start ``argv`` in a new session (its own process group), stdio on /dev/null.
+def _spawn_detached(argv: list[str], env: Mapping[str, str] | None = None) -> int:
+    """Start ``argv`` in a new session (its own process group), stdio on /dev/null, with
+    this process's environment plus ``env``.
 
     ``posix_spawn`` rather than ``subprocess.Popen``: the driver is meant to outlive this
     process, and a ``Popen`` object would warn when collected while it still runs.
@@ -260,18 +272,22 @@ def _spawn_detached(argv: list[str]) -> int:
     devnull = os.open(os.devnull, os.O_RDWR)
     try:
         actions = [(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)]
-        return os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=actions, setsid=True)
+        environ = {**os.environ, **(env or {})}
+        return os.posix_spawn(argv[0], argv, environ, file_actions=actions, setsid=True)
     finally:
         os.close(devnull)
 
 
-def _launch_driver(argv: list[str], url: str, timeout: float) -> int:
-    """Start a WebDriver server detached and wait (``timeout`` s) until ``url`` is ready.
+def _launch_driver(
+    argv: list[str], url: str, timeout: float, env: Mapping[str, str] | None = None
+) -> int:
+    """Start a WebDriver server detached (its environment plus ``env``) and wait
+    (``timeout`` s) until ``url`` is ready.
 
     Raises:
         BrowserUnavailable: it exited or did not become ready in time.
     """
-    pid = _spawn_detached(argv)
+    pid = _spawn_detached(argv, env)
     deadline = time.monotonic() + timeout
     while not _ready(url):
         if _exited(pid) or time.monotonic() > deadline:
@@ -550,7 +566,7 @@ class LocalGeckodriver:
         port, remote = _free_port(), _free_port()
         argv = [str(self._exe), "--host=127.0.0.1", f"--port={port}", f"--websocket-port={remote}"]
         url = f"http://127.0.0.1:{port}"
-        pid = _launch_driver(argv, url, timeout)
+        pid = _launch_driver(argv, url, timeout, FIREFOX_ENV)
         self._dir.mkdir(parents=True, exist_ok=True)
         self._write_state(url, pid=pid)
         return url
