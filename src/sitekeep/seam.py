@@ -29,6 +29,7 @@ the record (SPEC §8 "Restarting the service rebuilds state from the journal").
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import logging
@@ -138,6 +139,37 @@ class _Op:
     first_page: int
 
 
+READS_FIRST = frozenset({"save_site_data"})
+"""Operations whose first browser calls only read (``storage.getCookies``, the READ
+script): their begin is appended beside those reads, and awaited before anything that
+changes the browser or a store (a spare tab, a reopen, the snapshot) — a save waits on
+the slower of its fsync and its first round trip, not on both (issue #15). A begin that
+cannot be written still fails the call with 503, the reads thrown away."""
+
+
+class _Beginning:
+    """A begin record on its way to the journal beside the browser's first reads.
+
+    :meth:`durable` waits for it (a waiter cancelled does not cancel the write);
+    :meth:`settle` waits for it whatever happened, so no append outlives its call.
+    """
+
+    def __init__(self, write: Awaitable[_Op]) -> None:
+        self._task: asyncio.Future[_Op] = asyncio.ensure_future(write)
+
+    async def durable(self) -> _Op:
+        """The begun operation, once its begin is durable.
+
+        Raises:
+            JournalUnavailable / JournalConflict: it could not be written.
+        """
+        return await asyncio.shield(self._task)
+
+    async def settle(self) -> None:
+        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+            await self._task
+
+
 @dataclass
 class Session:
     """One seam call on one session: the record as the call changes it, its journal, the
@@ -157,6 +189,9 @@ class Session:
     unsettled: bool = False
     warnings: list[dict[str, Any]] = field(default_factory=list)
     save_full: bool = False
+    _beginning: _Beginning | None = None
+    """The begin of the operation under way while it is written beside its first reads
+    (``READS_FIRST``); None once it is durable."""
 
     # -- the journal ----------------------------------------------------------------------
 
@@ -297,6 +332,7 @@ class Session:
             if live is not None:
                 self.browser = live
                 return live
+        await self.journaled()  # a reopen changes the browser and writes marks after it
         live, report = await self.seam.new_browser(record, land=record.url, restore_data=True)
         self.browser = live
         self.record = replace(record, browser=live.ref, reopened=report, refs=None)
@@ -352,7 +388,15 @@ class Session:
             SitekeepError: the operation failed (its finish says so).
         """
         self.require()
-        begun = await self.begin(op, args.model_dump(exclude_none=True), step)
+        written = self.begin(op, args.model_dump(exclude_none=True), step)
+        # Ruling on SPEC §8 (lead, issue #15): "begin durable before dispatch … browser not
+        # touched" guards effects on the browser. A save's first calls only read, so its
+        # begin may go out beside them — provided a begin that cannot be written still ends
+        # the call with 503 and no snapshot, record change or finish (tests/faults).
+        if op in READS_FIRST:
+            beginning = self._beginning = _Beginning(written)
+        else:
+            begun = await written
         secrets = _Secrets(self.seam.vault, self.who.tenant)
         try:
             browser = await self.live(step)
@@ -367,14 +411,48 @@ class Session:
             )
             done = await HANDLERS[op](context, args)
         except SitekeepError as exc:
+            if op in READS_FIRST:
+                begun = await self._begun_after(beginning, exc)
             await self._failed(begun, exc, tuple(secrets.revealed))
             raise
+        except BaseException:
+            if op in READS_FIRST:
+                await beginning.settle()
+                self._beginning = None
+            raise
+        if op in READS_FIRST:
+            begun = await self._begun_after(beginning)
         self._apply(done)
         page, withheld = await self.landed(done.page) if done.page else await self.look()
         await self.finish(
             begun, refs=done.refs, snapshot=done.snapshot, typed=done.typed, saved=done.saved
         )
         return {**done.result, **_landing(page, withheld)}
+
+    async def journaled(self) -> None:
+        """Wait until the begin of the operation under way is durable: before anything
+        that changes the browser or a store (a no-op once it is, or when it was awaited
+        before dispatch).
+
+        Raises:
+            JournalUnavailable: the begin could not be written (503); the operation has
+                only read.
+        """
+        if self._beginning is not None:
+            await self._beginning.durable()
+
+    async def _begun_after(self, beginning: _Beginning, failed: SitekeepError | None = None) -> _Op:
+        """The begun operation once its begin is durable; a begin that could not be
+        written fails the call in place of ``failed`` (only reads had run)."""
+        try:
+            return await beginning.durable()
+        except (JournalUnavailable, JournalConflict) as exc:
+            if failed is not None and failed is not exc:
+                raise exc from failed
+            raise
+        finally:
+            await beginning.settle()
+            self._beginning = None
 
     async def _failed(
         self, begun: _Op, exc: SitekeepError, typed: tuple[tuple[str, str], ...]
@@ -414,8 +492,9 @@ class Session:
         self.record = record = replace(record, history=seam.bumped(record.history, self.pages))
         self.pages = []
         assert self.browser is not None
-        result, page, counts = await seam.save(record, self.browser, self.save_full, indexed_db)
-        return result, page, counts
+        return await seam.save(
+            record, self.browser, self.save_full, indexed_db, journaled=self.journaled
+        )
 
     # -- the end --------------------------------------------------------------------------
 
@@ -938,17 +1017,30 @@ class Seam:
     # -- the save -------------------------------------------------------------------------
 
     async def save(
-        self, record: SessionRecord, browser: LiveBrowser, full: bool, indexed_db: bool
+        self,
+        record: SessionRecord,
+        browser: LiveBrowser,
+        full: bool,
+        indexed_db: bool,
+        *,
+        journaled: Callable[[], Awaitable[None]] | None = None,
     ) -> tuple[dict[str, Any], PageInfo, dict[str, Any]]:
         """Replace the session's snapshot with the browser's site data (SPEC §3 Save).
+
+        ``journaled``: waits until the call's begin is durable (``Session.journaled``);
+        awaited after the first reads, before a spare tab and before the snapshot is stored.
 
         Returns:
             The result ``{saved: {cookies, sites, skipped, spare_reads}, uri}``, where the
             browser is, and the counts its journal finish carries (``effects.saved``).
         """
         with self.metrics.timed(self.metrics.saves):
-            read = await self.read_site_data(record, browser, full=full, indexed_db=indexed_db)
+            read = await self.read_site_data(
+                record, browser, full=full, indexed_db=indexed_db, journaled=journaled
+            )
         snapshot, skipped, order = read.snapshot, read.skipped, read.order
+        if journaled is not None:
+            await journaled()
         await self.put_snapshot(record.tenant, record.key, snapshot)
         saved = {
             "cookies": len(snapshot.cookies),
@@ -965,7 +1057,13 @@ class Seam:
         return {"saved": saved, "uri": site_data_uri(record.key)}, read.page, counts
 
     async def read_site_data(
-        self, record: SessionRecord, browser: LiveBrowser, *, full: bool, indexed_db: bool
+        self,
+        record: SessionRecord,
+        browser: LiveBrowser,
+        *,
+        full: bool,
+        indexed_db: bool,
+        journaled: Callable[[], Awaitable[None]] | None = None,
     ) -> SiteDataRead:
         """What a save would store — composed over the session's snapshot — and what it
         left out; nothing is written (a profile capture keeps it elsewhere, SPEC §9). The
@@ -979,6 +1077,7 @@ class Seam:
             now=self.clock(),
             full=full,
             indexed_db=indexed_db,
+            journaled=journaled,
         )
         page = captured.page or await browser.page_info()
         return SiteDataRead(

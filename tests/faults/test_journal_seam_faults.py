@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -145,3 +146,54 @@ async def test_a_finish_that_cannot_be_written_leaves_the_session_unsettled_and_
     assert inspected and sorted(inspected[0]["ops"]) == ["navigate", "run_flow"]
     assert sites.hits() == []
     assert (await api.service.journal.replay(JournalKey(WHO.tenant, "u"))).state.settled
+
+
+@pytest.mark.parametrize("full", [False, True])
+async def test_a_save_whose_begin_cannot_be_written_is_503_and_stores_nothing(
+    small_tmpfs: Path, make_api: ApiFactory, sites: Sites, full: bool
+) -> None:
+    """A save's begin is appended beside its first reads (issue #15, the lead's ruling on
+    SPEC §8): refused, the save fails with 503 all the same; the snapshot, the session
+    record and the journal (no begin, no finish) stay as they were, and no spare tab is
+    opened. The disk goes read-only, as ext4 does on an error. Without a spare tab
+    (``full`` false, every origin live or copied on leave) the reads are all done when the
+    refusal comes back; with one, the refusal stops the save before the spare tab."""
+    api: Api = await make_api(journal_url=f"file://{small_tmpfs / 'journal'}")
+    first = sites.url("www.example.test", "/__fixture/ls?k=dummy-one")
+    await api.open(key="s", url=first)
+    await api.go("s", sites.url("shop.example.test", "/__fixture/ls?k=dummy-two"))
+    before = await api.save("s")
+    assert before["saved"]["cookies"] >= 0 and len(before["saved"]["sites"]) == 2
+    snapshot = await api.service._load_snapshot(WHO.tenant, "s")
+    key = JournalKey(WHO.tenant, "s")
+    head = await api.service.journal.backend.head(key)
+    record = await api.service.seam.load(WHO.tenant, "s")
+    browser = await api.browser("s")
+    await browser.conn.send(
+        "script.evaluate",
+        {
+            "expression": "localStorage.setItem('k2', 'dummy-three')",
+            "target": {"context": browser.context},
+            "awaitPromise": False,
+        },
+    )
+
+    subprocess.run(["mount", "-o", "remount,ro", str(small_tmpfs)], check=True)
+    try:
+        reply = await api.http.post("/v1/sessions/s/save-site-data", json={"full": full})
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(small_tmpfs)], check=True)
+    assert reply.status_code == 503, reply.text
+    assert reply.json()["error"]["type"] == "journal_unavailable"
+    assert await api.service._load_snapshot(WHO.tenant, "s") == snapshot  # nothing stored
+    assert await api.service.journal.backend.head(key) == head  # no begin, no finish
+    assert await api.service.seam.load(WHO.tenant, "s") == record  # the record unchanged
+    tree = await browser.conn.send("browsingContext.getTree", {"maxDepth": 0})
+    assert len(tree["contexts"]) == 1  # no spare tab was opened, none left behind
+
+    after = await api.save("s", full=full)  # the disk writable again: the same save goes
+    assert after["saved"]["sites"] == before["saved"]["sites"]
+    saved = await api.service._load_snapshot(WHO.tenant, "s")
+    assert saved is not None and saved != snapshot
+    state = (await api.service.journal.replay(key)).state
+    assert state.settled and state.last_save is not None

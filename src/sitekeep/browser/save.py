@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sitekeep.browser.docs import (
@@ -72,7 +72,12 @@ class SaveRead:
 
 
 async def save_read(
-    browser: LiveBrowser, history_origins: Sequence[str], *, deadline: float, full: bool = False
+    browser: LiveBrowser,
+    history_origins: Sequence[str],
+    *,
+    deadline: float,
+    full: bool = False,
+    journaled: Callable[[], Awaitable[None]] | None = None,
 ) -> SaveRead:
     """Read what a save needs (SPEC §3 Save steps 1–3), and where the main tab is.
 
@@ -83,6 +88,8 @@ async def save_read(
         deadline: seconds the spare-tab loop may take in all.
         full: read every origin through the spare tab, ignoring the leave tracker (the
             reference a fast save is compared against).
+        journaled: awaited after the reads of the live documents and before the spare
+            tab opens (the call's journal begin, written beside the first reads).
 
     Raises:
         BrowserUnavailable: BiDi is down (nothing is saved).
@@ -131,6 +138,8 @@ async def save_read(
         local[main.origin] = live[main.origin]
     if need:
         log.debug("save reads %d origins through the spare tab: %s", len(need), need)
+        if journaled is not None:
+            await journaled()
     read, not_read = await _spare_read(browser, need, deadline, idb)
     local.update(read)
     if not tracker.complete and not not_read:

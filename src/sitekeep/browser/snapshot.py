@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,7 @@ async def read_snapshot(
     now: float,
     full: bool = False,
     indexed_db: bool = False,
+    journaled: Callable[[], Awaitable[None]] | None = None,
 ) -> Captured:
     """Read the browser's site data and compose it over ``previous`` (``sitedata.compose``).
 
@@ -52,6 +53,8 @@ async def read_snapshot(
             waits on the slower of the two, not on both (issue #15).
         deadline: seconds the spare-tab loop may take. cap: the snapshot cap, bytes.
         now: seconds since the epoch, the snapshot's ``saved_at``.
+        journaled: awaited after the first reads, before the spare tab or an IndexedDB
+            read (a journal begin written beside the first reads, SPEC §8).
 
     Raises:
         SnapshotTooLarge: the cookies alone pass ``cap``.
@@ -61,17 +64,23 @@ async def read_snapshot(
         loading = asyncio.ensure_future(previous)
         loading.add_done_callback(_retrieved)
         try:
-            read = await save_read(browser, history_origins, deadline=deadline, full=full)
+            read = await save_read(
+                browser, history_origins, deadline=deadline, full=full, journaled=journaled
+            )
         except BaseException:
             loading.cancel()
             raise
         previous = await loading
     else:
-        read = await save_read(browser, history_origins, deadline=deadline, full=full)
+        read = await save_read(
+            browser, history_origins, deadline=deadline, full=full, journaled=journaled
+        )
     order = read.order
     databases: dict[str, list[dict[str, Any]]] | None = None
     databases_failed: dict[str, str] = {}
     if indexed_db:
+        if journaled is not None:
+            await journaled()
         databases, databases_failed = await read_databases(browser, order, deadline=deadline)
     session = read.session if read.session_read or previous is None else previous.session
     cookies = settle_jar(browser, read.cookies, previous.cookies if previous else ())
