@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 GRID_STAMP := .grid/.installed
+MAPPER_DIR := src/sitekeep/browser/mapper_node
+MAPPER_STAMP := $(MAPPER_DIR)/node_modules/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8700
 
@@ -32,6 +34,13 @@ $(TEST_STAMP): $(STAMP)
 $(GRID_STAMP): scripts/setup-grid.sh
 	@scripts/setup-grid.sh
 
+# The opt-in mapper engine's npm packages, for its tests: after the Grid's set-up, which
+# installs Node/npm on a machine that had none (the runtime set-up skips it without them).
+$(MAPPER_STAMP): $(MAPPER_DIR)/package-lock.json scripts/setup-mapper.sh $(GRID_STAMP)
+	scripts/setup-mapper.sh
+	test -d $(MAPPER_DIR)/node_modules/chromium-bidi
+	touch $(MAPPER_STAMP)
+
 # Only the tests need them, every time (a new machine has them stopped): Redis, PostgreSQL.
 services:
 	@scripts/setup-services.sh
@@ -40,7 +49,7 @@ run: $(STAMP)
 	@echo "admin token (tenant default): $$($(BIN)/sitekeep token create --tenant default --subject admin --admin)"
 	$(BIN)/sitekeep serve --host $(HOST) --port $(PORT)
 
-test: $(TEST_STAMP) $(GRID_STAMP) services
+test: $(TEST_STAMP) $(GRID_STAMP) $(MAPPER_STAMP) services
 	$(BIN)/pytest
 
 check: $(TEST_STAMP)
