@@ -223,3 +223,51 @@ async def test_a_lookup_in_flight_during_a_revocation_neither_caches_nor_returns
     assert found == [None]  # the revocation wins the race...
     assert await auth.resolve(token) is None  # ...and nothing of it was remembered
     assert not await auth.holds(hash_token(token)[:16], "t1")
+
+
+async def test_a_lookup_asked_again_after_one_revocation_still_loses_to_the_next(
+    database: Database,
+) -> None:
+    """Two revocations in a row: the lookup of token B, asked again because token A was
+    revoked while it was in flight, reads B's row before B's revocation deletes it and
+    answers after that revocation returned — it must still not hand out B."""
+    store = SqlTokenStore(database)
+    read, release = anyio.Event(), anyio.Event()
+    reads = 0
+
+    class Slow:
+        """A store whose first two finds read the row, then answer only once released."""
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(store, name)
+
+        async def find(self, token_hash: str) -> TokenRow | None:
+            nonlocal read, release, reads
+            row = await store.find(token_hash)
+            reads += 1
+            if reads <= 2:
+                gate = release
+                read.set()
+                await gate.wait()
+            return row
+
+    auth = Authenticator(Slow())  # type: ignore[arg-type]
+    first = await auth.create("t1", "agent", "member")
+    second = await auth.create("t1", "agent", "member")
+    found: list[Principal | None] = []
+    async with anyio.create_task_group() as tasks:
+
+        async def look() -> None:
+            found.append(await auth.resolve(second))
+
+        tasks.start_soon(look)
+        await read.wait()  # B's first read is in flight...
+        read = anyio.Event()
+        gate, release = release, anyio.Event()
+        await auth.revoke(hash_token(first)[:16], "t1")  # ...while A is revoked
+        gate.set()
+        await read.wait()  # B is asked again, and read before...
+        await auth.revoke(hash_token(second)[:16], "t1")  # ...B's own revocation returns
+        release.set()
+    assert found == [None]
+    assert await auth.resolve(second) is None
