@@ -271,3 +271,49 @@ async def test_a_lookup_asked_again_after_one_revocation_still_loses_to_the_next
         release.set()
     assert found == [None]
     assert await auth.resolve(second) is None
+
+
+async def test_holds_asked_again_after_one_revocation_still_loses_to_the_next(
+    database: Database,
+) -> None:
+    """As above, for what a live socket asks every half second."""
+    store = SqlTokenStore(database)
+    read, release = anyio.Event(), anyio.Event()
+    reads = 0
+
+    class Slow:
+        def __getattr__(self, name: str) -> object:
+            return getattr(store, name)
+
+        async def list(self, tenant: str | None = None) -> list[TokenRow]:
+            nonlocal reads
+            rows = await store.list(tenant)
+            reads += 1
+            if reads <= 2:
+                gate = release
+                read.set()
+                await gate.wait()
+            return rows
+
+    auth = Authenticator(Slow())  # type: ignore[arg-type]
+    first = await auth.create("t1", "agent", "member")
+    second = await auth.create("t1", "agent", "member")
+    held: list[bool] = []
+    async with anyio.create_task_group() as tasks:
+
+        async def look() -> None:
+            held.append(await auth.holds(hash_token(second)[:16], "t1"))
+
+        tasks.start_soon(look)
+        await read.wait()
+        read = anyio.Event()
+        gate, release = release, anyio.Event()
+        reads = 2  # the revocations' own listings pass straight through
+        await auth.revoke(hash_token(first)[:16], "t1")
+        reads = 1
+        gate.set()
+        await read.wait()
+        reads = 2
+        await auth.revoke(hash_token(second)[:16], "t1")
+        release.set()
+    assert held == [False]

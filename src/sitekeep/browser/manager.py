@@ -217,7 +217,7 @@ class BrowserManager:
                 ref = await anyio.to_thread.run_sync(
                     create_session, endpoint, self._spec(kind, insecure, endpoint, proxy)
                 )
-                if not self._settings.webdriver_url:
+                if kind == "firefox" and not self._settings.webdriver_url:
                     self._gecko.record_session(endpoint, ref.session_id)
             except BaseException:
                 await self._end_driver(endpoint)
@@ -318,13 +318,12 @@ class BrowserManager:
         """End ``endpoint`` when it is a per-browser server this data dir started (in a
         worker thread: it waits up to ~13 s for the process group) — when ``session_id``
         is given, only if it still runs that session (its port may have been given to
-        another browser since); whether it is such a server."""
+        another browser since); whether it ended one (else Delete Session is the way)."""
         if self._settings.webdriver_url:
             return False
         for servers in (self._gecko, self._mapper):
             if servers.owns(endpoint):
-                await anyio.to_thread.run_sync(servers.stop, endpoint, session_id)
-                return True
+                return await anyio.to_thread.run_sync(servers.stop, endpoint, session_id)
         return False
 
     # -- the warm pool --------------------------------------------------------------------
