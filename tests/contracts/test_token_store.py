@@ -225,95 +225,60 @@ async def test_a_lookup_in_flight_during_a_revocation_neither_caches_nor_returns
     assert not await auth.holds(hash_token(token)[:16], "t1")
 
 
+@pytest.mark.parametrize("asked", ["resolve", "holds"])
 async def test_a_lookup_asked_again_after_one_revocation_still_loses_to_the_next(
-    database: Database,
+    database: Database, asked: str
 ) -> None:
-    """Two revocations in a row: the lookup of token B, asked again because token A was
-    revoked while it was in flight, reads B's row before B's revocation deletes it and
-    answers after that revocation returned — it must still not hand out B."""
+    """Two revocations in a row: the lookup of token B (``resolve``, or ``holds`` that a
+    live socket asks every half second), asked again because token A was revoked while
+    it was in flight, reads B's row before B's revocation deletes it and answers after
+    that revocation returned — it must still not stand for B."""
     store = SqlTokenStore(database)
     read, release = anyio.Event(), anyio.Event()
-    reads = 0
+    held = 0  # reads of the lookup to hold; the revocations' own listings pass
+
+    async def slow(answer: object) -> object:
+        nonlocal held
+        if held:
+            held -= 1
+            gate = release
+            read.set()
+            await gate.wait()
+        return answer
 
     class Slow:
-        """A store whose first two finds read the row, then answer only once released."""
-
         def __getattr__(self, name: str) -> object:
             return getattr(store, name)
 
-        async def find(self, token_hash: str) -> TokenRow | None:
-            nonlocal read, release, reads
-            row = await store.find(token_hash)
-            reads += 1
-            if reads <= 2:
-                gate = release
-                read.set()
-                await gate.wait()
-            return row
+        async def find(self, token_hash: str) -> object:
+            return await slow(await store.find(token_hash))
+
+        async def list(self, tenant: str | None = None) -> object:
+            return await slow(await store.list(tenant))
 
     auth = Authenticator(Slow())  # type: ignore[arg-type]
     first = await auth.create("t1", "agent", "member")
     second = await auth.create("t1", "agent", "member")
-    found: list[Principal | None] = []
+    second_id = hash_token(second)[:16]
+    found: list[object] = []
     async with anyio.create_task_group() as tasks:
 
         async def look() -> None:
-            found.append(await auth.resolve(second))
+            if asked == "resolve":
+                found.append(await auth.resolve(second))
+            else:
+                found.append(await auth.holds(second_id, "t1") or None)
 
+        held = 1
         tasks.start_soon(look)
         await read.wait()  # B's first read is in flight...
         read = anyio.Event()
         gate, release = release, anyio.Event()
         await auth.revoke(hash_token(first)[:16], "t1")  # ...while A is revoked
+        held = 1
         gate.set()
         await read.wait()  # B is asked again, and read before...
-        await auth.revoke(hash_token(second)[:16], "t1")  # ...B's own revocation returns
+        await auth.revoke(second_id, "t1")  # ...B's own revocation returns
         release.set()
     assert found == [None]
     assert await auth.resolve(second) is None
-
-
-async def test_holds_asked_again_after_one_revocation_still_loses_to_the_next(
-    database: Database,
-) -> None:
-    """As above, for what a live socket asks every half second."""
-    store = SqlTokenStore(database)
-    read, release = anyio.Event(), anyio.Event()
-    reads = 0
-
-    class Slow:
-        def __getattr__(self, name: str) -> object:
-            return getattr(store, name)
-
-        async def list(self, tenant: str | None = None) -> list[TokenRow]:
-            nonlocal reads
-            rows = await store.list(tenant)
-            reads += 1
-            if reads <= 2:
-                gate = release
-                read.set()
-                await gate.wait()
-            return rows
-
-    auth = Authenticator(Slow())  # type: ignore[arg-type]
-    first = await auth.create("t1", "agent", "member")
-    second = await auth.create("t1", "agent", "member")
-    held: list[bool] = []
-    async with anyio.create_task_group() as tasks:
-
-        async def look() -> None:
-            held.append(await auth.holds(hash_token(second)[:16], "t1"))
-
-        tasks.start_soon(look)
-        await read.wait()
-        read = anyio.Event()
-        gate, release = release, anyio.Event()
-        reads = 2  # the revocations' own listings pass straight through
-        await auth.revoke(hash_token(first)[:16], "t1")
-        reads = 1
-        gate.set()
-        await read.wait()
-        reads = 2
-        await auth.revoke(hash_token(second)[:16], "t1")
-        release.set()
-    assert held == [False]
