@@ -202,3 +202,19 @@ def test_a_stale_ref_whose_port_went_to_another_browser_never_ends_that_browser(
         if driver._alive(new) and not driver._exited(new):
             os.killpg(new, 9)
             os.waitpid(new, 0)
+
+
+def test_a_driver_and_its_browsers_get_no_sitekeep_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The master key, scrape token, database URL live in ``SITEKEEP_*``: a driver's
+    browsers inherit its environment, so none of them may reach it; ``env`` does."""
+    monkeypatch.setenv("SITEKEEP_MASTER_KEY", "dummy-master-key-value")
+    monkeypatch.setenv("SITEKEEP_METRICS_TOKEN", "dummy-scrape-token-value")
+    out = tmp_path / "environ"
+    code = f"import os; open({str(out)!r}, 'w').write(repr(dict(os.environ)))"
+    pid = driver._spawn_detached([sys.executable, "-c", code], {"MOZ_EXAMPLE": "1"})
+    os.waitpid(pid, 0)
+    seen = out.read_text(encoding="utf-8")
+    assert "dummy-master-key-value" not in seen and "SITEKEEP_" not in seen
+    assert "MOZ_EXAMPLE" in seen and "PATH" in seen

@@ -267,7 +267,12 @@ def _ready(url: str) -> bool:
 
 def _spawn_detached(argv: list[str], env: Mapping[str, str] | None = None) -> int:
     """Start ``argv`` in a new session (its own process group), stdio on /dev/null, with
-    this process's environment plus ``env``.
+    this process's environment less every ``SITEKEEP_*`` variable, plus ``env``.
+
+    Not ``SITEKEEP_*``: they hold the master key, the scrape token, database and Redis
+    URLs with their passwords, an agent's bearer token — none of a driver's business, and
+    a driver's browsers inherit its environment, so a page that broke out of its
+    renderer's sandbox would read them in ``/proc/self/environ``.
 
     ``posix_spawn`` rather than ``subprocess.Popen``: the driver is meant to outlive this
     process, and a ``Popen`` object would warn when collected while it still runs.
@@ -275,7 +280,8 @@ def _spawn_detached(argv: list[str], env: Mapping[str, str] | None = None) -> in
     devnull = os.open(os.devnull, os.O_RDWR)
     try:
         actions = [(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)]
-        environ = {**os.environ, **(env or {})}
+        kept = {k: v for k, v in os.environ.items() if not k.startswith("SITEKEEP_")}
+        environ = {**kept, **(env or {})}
         return os.posix_spawn(argv[0], argv, environ, file_actions=actions, setsid=True)
     finally:
         os.close(devnull)
