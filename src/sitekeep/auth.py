@@ -184,7 +184,10 @@ class Authenticator:
         revocations = self._revocations
         standing = await self._listed(id_, tenant)
         if standing and revocations != self._revocations:  # asked across a revocation
-            return await self._listed(id_, tenant)
+            while standing and revocations != self._revocations:  # ...until none ran
+                revocations = self._revocations
+                standing = await self._listed(id_, tenant)
+            return standing
         if standing:
             if len(self._held) >= _CACHE_LIMIT:
                 self._held.clear()
@@ -210,8 +213,11 @@ class Authenticator:
         row = await self._store.find(digest)
         if revocations != self._revocations:
             # A revocation ran while the store answered: the row may have been read before
-            # its delete. Ask once more (after the delete) and remember nothing.
-            row = await self._store.find(digest)
+            # its delete. Ask again (after the delete) until no revocation ran meanwhile —
+            # a second one may race the second read — and remember nothing.
+            while row is not None and revocations != self._revocations:
+                revocations = self._revocations
+                row = await self._store.find(digest)
             return None if row is None else self._principal(row, digest)
         if row is None:
             self._cache.pop(digest, None)  # a fresh look found it revoked: forget it here too

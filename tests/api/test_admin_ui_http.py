@@ -325,6 +325,27 @@ async def test_a_token_another_replica_revoked_signs_in_no_more_though_remembere
     assert (await ui.http.get("/admin/sessions", headers=bearer)).status_code == 401
 
 
+async def test_a_revocation_landing_between_the_token_check_and_the_sign_in_ends_it(
+    ui: Ui, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sign-in checked the token, then the revocation ran (its sweep of sign-ins found
+    # none yet), then the sign-in was written: it must not outlive the revocation by hours.
+    second = await ui.service.create_token(WHO.tenant, "deputy", "admin")
+    deputy = hashlib.sha256(second.encode()).hexdigest()[:16]
+    admin = ui.service.admin
+    sign_in = admin.sign_in
+
+    async def revoked_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        await ui.service.revoke_token(deputy, WHO.tenant)
+        return await sign_in(*args, **kwargs)
+
+    monkeypatch.setattr(admin, "sign_in", revoked_meanwhile)
+    reply = await ui.sign_in(second)
+    assert reply.status_code == 401, reply.headers
+    assert (await ui.http.get("/admin")).status_code == 303
+    assert await ui.service._store.keys("admin-sign-in/") == []
+
+
 async def test_the_session_page_has_a_journal_tab_whose_pane_loads_by_itself(ui: Ui) -> None:
     await ui.sign_in()
     page = await ui.http.get("/admin/ui/sessions/s1?tab=journal")

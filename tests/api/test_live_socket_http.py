@@ -144,3 +144,15 @@ def test_another_sites_origin_is_refused_at_the_upgrade_and_no_origin_or_our_own
     for origin in (None, served.url):
         refusal = _refused(served, path, "lt_forged", origin)
         assert refusal["error"]["type"] == "unauthorized", origin
+
+
+def test_a_binary_first_message_is_refused_like_a_missing_ticket(served: Served) -> None:
+    # It crashed the handler (KeyError in receive_text): no refusal, no close frame.
+    url = served.url.replace("http://", "ws://") + "/v1/live-sessions/0123456789abcdef/socket"
+    with connect(url) as ws:
+        ws.send(json.dumps({"ticket": "lt_forged"}).encode())
+        refusal = _next_message(ws, CLOSE_WAIT)
+        with pytest.raises(ConnectionClosed):
+            _next_message(ws, CLOSE_WAIT)
+        assert ws.close_code == 4401
+    assert refusal["error"]["type"] == "unauthorized"

@@ -223,3 +223,62 @@ async def test_a_lookup_in_flight_during_a_revocation_neither_caches_nor_returns
     assert found == [None]  # the revocation wins the race...
     assert await auth.resolve(token) is None  # ...and nothing of it was remembered
     assert not await auth.holds(hash_token(token)[:16], "t1")
+
+
+@pytest.mark.parametrize("asked", ["resolve", "holds"])
+async def test_a_lookup_asked_again_after_one_revocation_still_loses_to_the_next(
+    database: Database, asked: str
+) -> None:
+    """Two revocations in a row: the lookup of token B (``resolve``, or ``holds`` that a
+    live socket asks every half second), asked again because token A was revoked while
+    it was in flight, reads B's row before B's revocation deletes it and answers after
+    that revocation returned — it must still not stand for B."""
+    store = SqlTokenStore(database)
+    read, release = anyio.Event(), anyio.Event()
+    held = 0  # reads of the lookup to hold; the revocations' own listings pass
+
+    async def slow(answer: object) -> object:
+        nonlocal held
+        if held:
+            held -= 1
+            gate = release
+            read.set()
+            await gate.wait()
+        return answer
+
+    class Slow:
+        def __getattr__(self, name: str) -> object:
+            return getattr(store, name)
+
+        async def find(self, token_hash: str) -> object:
+            return await slow(await store.find(token_hash))
+
+        async def list(self, tenant: str | None = None) -> object:
+            return await slow(await store.list(tenant))
+
+    auth = Authenticator(Slow())  # type: ignore[arg-type]
+    first = await auth.create("t1", "agent", "member")
+    second = await auth.create("t1", "agent", "member")
+    second_id = hash_token(second)[:16]
+    found: list[object] = []
+    async with anyio.create_task_group() as tasks:
+
+        async def look() -> None:
+            if asked == "resolve":
+                found.append(await auth.resolve(second))
+            else:
+                found.append(await auth.holds(second_id, "t1") or None)
+
+        held = 1
+        tasks.start_soon(look)
+        await read.wait()  # B's first read is in flight...
+        read = anyio.Event()
+        gate, release = release, anyio.Event()
+        await auth.revoke(hash_token(first)[:16], "t1")  # ...while A is revoked
+        held = 1
+        gate.set()
+        await read.wait()  # B is asked again, and read before...
+        await auth.revoke(second_id, "t1")  # ...B's own revocation returns
+        release.set()
+    assert found == [None]
+    assert await auth.resolve(second) is None

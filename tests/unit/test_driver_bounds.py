@@ -6,6 +6,7 @@ and never answers, and a process that ignores SIGTERM."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
@@ -166,3 +167,54 @@ def test_ending_a_driver_another_process_started_does_not_wait_on_its_zombie(
     finally:
         os.killpg(parent, 9)
         os.waitpid(parent, 0)
+
+
+def test_a_stale_ref_whose_port_went_to_another_browser_never_ends_that_browser(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A geckodriver that died (crash, machine restart) leaves its file; the port is
+    given again to a new driver of another tenant's browser. Ending the dead browser by
+    its ref (a dead process's warm pool, the reaper, a session's record) must not kill
+    the new one, nor hand the new one the dead one's profile."""
+    gecko = driver.LocalGeckodriver(tmp_path, Path(sys.executable))
+    port = driver._free_port()
+    url = f"http://127.0.0.1:{port}"
+    folder = tmp_path / "geckodriver"
+    folder.mkdir()
+    stale_profile = folder / f"{port}.profile"
+    stale_profile.mkdir()
+    (stale_profile / "cookies.sqlite").write_text("dummy", encoding="utf-8")
+    dead = {"pid": 2**22 + 1, "profile": str(stale_profile), "session": "dead-session"}
+    (folder / f"{port}.json").write_text(json.dumps(dead), encoding="utf-8")
+    code = "import time; time.sleep(300)"
+    new = driver._spawn_detached([sys.executable, "-c", code, f"--port={port}"])
+    monkeypatch.setattr(driver, "_free_port", lambda: port)
+    monkeypatch.setattr(driver, "_launch_driver", lambda *a, **k: new)
+    try:
+        assert gecko._launch(1.0) == url
+        assert gecko.profile(url) is None  # not the dead browser's profile
+        gecko.record_session(url, "new-session")
+        assert not gecko.stop(url, "dead-session")
+        assert driver._alive(new) and not driver._exited(new)
+        assert gecko.stop(url, "new-session")
+        assert not driver._alive(new) or driver._exited(new)
+    finally:
+        if driver._alive(new) and not driver._exited(new):
+            os.killpg(new, 9)
+            os.waitpid(new, 0)
+
+
+def test_a_driver_and_its_browsers_get_no_sitekeep_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The master key, scrape token, database URL live in ``SITEKEEP_*``: a driver's
+    browsers inherit its environment, so none of them may reach it; ``env`` does."""
+    monkeypatch.setenv("SITEKEEP_MASTER_KEY", "dummy-master-key-value")
+    monkeypatch.setenv("SITEKEEP_METRICS_TOKEN", "dummy-scrape-token-value")
+    out = tmp_path / "environ"
+    code = f"import os; open({str(out)!r}, 'w').write(repr(dict(os.environ)))"
+    pid = driver._spawn_detached([sys.executable, "-c", code], {"MOZ_EXAMPLE": "1"})
+    os.waitpid(pid, 0)
+    seen = out.read_text(encoding="utf-8")
+    assert "dummy-master-key-value" not in seen and "SITEKEEP_" not in seen
+    assert "MOZ_EXAMPLE" in seen and "PATH" in seen

@@ -90,7 +90,10 @@ async def serve_socket(ws: WebSocket, svc: Service, id_: str) -> None:
     await ws.accept()
     try:
         with anyio.fail_after(FIRST_MESSAGE_WAIT):
-            first = await ws.receive_text()
+            try:
+                first = await ws.receive_text()
+            except KeyError:  # a binary message (Starlette has no "text"): no ticket
+                first = ""
         try:
             ticket = json.loads(first).get("ticket")
         except (ValueError, AttributeError):

@@ -267,7 +267,12 @@ def _ready(url: str) -> bool:
 
 def _spawn_detached(argv: list[str], env: Mapping[str, str] | None = None) -> int:
     """Start ``argv`` in a new session (its own process group), stdio on /dev/null, with
-    this process's environment plus ``env``.
+    this process's environment less every ``SITEKEEP_*`` variable, plus ``env``.
+
+    Not ``SITEKEEP_*``: they hold the master key, the scrape token, database and Redis
+    URLs with their passwords, an agent's bearer token — none of a driver's business, and
+    a driver's browsers inherit its environment, so a page that broke out of its
+    renderer's sandbox would read them in ``/proc/self/environ``.
 
     ``posix_spawn`` rather than ``subprocess.Popen``: the driver is meant to outlive this
     process, and a ``Popen`` object would warn when collected while it still runs.
@@ -275,7 +280,8 @@ def _spawn_detached(argv: list[str], env: Mapping[str, str] | None = None) -> in
     devnull = os.open(os.devnull, os.O_RDWR)
     try:
         actions = [(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)]
-        environ = {**os.environ, **(env or {})}
+        kept = {k: v for k, v in os.environ.items() if not k.startswith("SITEKEEP_")}
+        environ = {**kept, **(env or {})}
         return os.posix_spawn(argv[0], argv, environ, file_actions=actions, setsid=True)
     finally:
         os.close(devnull)
@@ -521,10 +527,11 @@ class PerBrowserServers:
         port = endpoint.rstrip("/").rsplit(":", 1)[-1]
         return self._dir / f"{port}.json"
 
-    def stop(self, endpoint: str) -> bool:
-        """End the server at ``endpoint`` and its browser (after its session was deleted)
-        and remove the browser's profile; whether it was running (:func:`stop_recorded`)."""
-        return stop_recorded(self._state(endpoint), endpoint)
+    def stop(self, endpoint: str, session_id: str | None = None) -> bool:
+        """End the server at ``endpoint`` and its browser and remove the browser's
+        profile — only if it runs the session ``session_id`` when given; whether it was
+        running (:func:`stop_recorded`)."""
+        return stop_recorded(self._state(endpoint), endpoint, session_id)
 
     def stop_all(self) -> int:
         """End every server of this kind this data dir started, and their browsers; how
@@ -532,16 +539,25 @@ class PerBrowserServers:
         return stop_all_recorded(self._dir)
 
 
-def stop_recorded(state: Path, endpoint: str) -> bool:
+def stop_recorded(state: Path, endpoint: str, session_id: str | None = None) -> bool:
     """End the per-browser server at ``endpoint`` whose ``state`` file (JSON ``{pid,
-    profile}``) this data dir keeps: its process group (it and its browser), then, once
-    no process of the group is left, the browser's profile folder and the file. Whether
-    it was running."""
+    profile, session}``) this data dir keeps: its process group (it and its browser),
+    then, once no process of the group is left, the browser's profile folder and the
+    file. Whether it was running.
+
+    ``session_id``: the WebDriver session of the browser to end. When the file names
+    another (``""``: one still starting), the server at that port now runs another
+    browser — the one asked for is gone and its port was given again (a crashed driver,
+    a machine restarted) — and nothing is done: a stale ref (a dead process's warm pool,
+    the reaper's run, a session's record) never ends another tenant's browser."""
     try:
         data = json.loads(state.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         data = None
     data = data if isinstance(data, dict) else {}
+    recorded = data.get("session")
+    if session_id is not None and isinstance(recorded, str) and recorded != session_id:
+        return False
     pid = data.get("pid")
     running = False
     if isinstance(pid, int):
@@ -609,6 +625,7 @@ class LocalGeckodriver(PerBrowserServers):
         url = self._launch(timeout)
         if template is not None:
             profile = self._state(url).with_suffix(".profile")
+            shutil.rmtree(profile, ignore_errors=True)  # a dead driver's, of this port
             try:
                 shutil.copytree(template, profile)
             except OSError as exc:
@@ -629,8 +646,15 @@ class LocalGeckodriver(PerBrowserServers):
         url = f"http://127.0.0.1:{port}"
         pid = _launch_driver(argv, url, timeout, FIREFOX_ENV)
         self._dir.mkdir(parents=True, exist_ok=True)
-        self._write_state(url, pid=pid)
+        # A fresh file: one left by a dead driver of this port names its profile, session.
+        self._state(url).write_text(json.dumps({"pid": pid, "session": ""}), encoding="utf-8")
         return url
+
+    def record_session(self, endpoint: str, session_id: str) -> None:
+        """Note the WebDriver session the geckodriver at ``endpoint`` runs (its one
+        browser), so that only a ref to that browser ends it (:func:`stop_recorded`)."""
+        if self._state(endpoint).exists():
+            self._write_state(endpoint, session=session_id)
 
     def _write_state(self, endpoint: str, **fields: Any) -> None:
         state = self._state(endpoint)

@@ -217,6 +217,8 @@ class BrowserManager:
                 ref = await anyio.to_thread.run_sync(
                     create_session, endpoint, self._spec(kind, insecure, endpoint, proxy)
                 )
+                if kind == "firefox" and not self._settings.webdriver_url:
+                    self._gecko.record_session(endpoint, ref.session_id)
             except BaseException:
                 await self._end_driver(endpoint)
                 raise
@@ -309,18 +311,19 @@ class BrowserManager:
         engine's Node process) goes with its whole process group, without W3C Delete
         Session first — that waited ~0.6 s for Firefox to quit cleanly into a profile copy
         that is removed next (0.07 s without it); any other browser through Delete Session."""
-        if not await self._end_driver(endpoint):
+        if not await self._end_driver(endpoint, session_id):
             await delete_session(endpoint, session_id)
 
-    async def _end_driver(self, endpoint: str) -> bool:
+    async def _end_driver(self, endpoint: str, session_id: str | None = None) -> bool:
         """End ``endpoint`` when it is a per-browser server this data dir started (in a
-        worker thread: it waits up to ~13 s for the process group); whether it was."""
+        worker thread: it waits up to ~13 s for the process group) — when ``session_id``
+        is given, only if it still runs that session (its port may have been given to
+        another browser since); whether it ended one (else Delete Session is the way)."""
         if self._settings.webdriver_url:
             return False
         for servers in (self._gecko, self._mapper):
             if servers.owns(endpoint):
-                await anyio.to_thread.run_sync(servers.stop, endpoint)
-                return True
+                return await anyio.to_thread.run_sync(servers.stop, endpoint, session_id)
         return False
 
     # -- the warm pool --------------------------------------------------------------------

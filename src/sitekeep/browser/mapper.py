@@ -164,7 +164,8 @@ class LocalMapper(PerBrowserServers):
             shutil.rmtree(profile, ignore_errors=True)
             raise
         self._state(url).write_text(
-            json.dumps({"pid": pid, "profile": str(profile)}), encoding="utf-8"
+            json.dumps({"pid": pid, "profile": str(profile), "session": session}),
+            encoding="utf-8",
         )
         return BrowserRef(
             kind="chromium",

@@ -241,6 +241,12 @@ async def sign_in(request: Request, svc: Svc) -> Response:
     for old in sign_in_ids(request):  # a new id every time: nothing planted is kept
         await svc.admin.sign_out(old)
     sid, _ = await svc.admin.sign_in(who, token_id(hash_token(token)))
+    # Asked again once the sign-in is written: a revocation that ran since the check
+    # above swept the sign-ins before this one existed, so it would last hours. One that
+    # runs after this look sweeps it (its delete comes before its sweep).
+    if await _resolve_token(svc, token) is None:
+        await svc.admin.sign_out(sid)
+        return _render("sign_in.html", 401, error="That is not a token of this server.")
     response = RedirectResponse("/admin", status_code=303)
     set_sign_in_cookie(request, response, sid)
     return response
