@@ -6,8 +6,10 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from fixtures.sites import Sites
@@ -60,3 +62,43 @@ async def test_stop_ends_each_browser_and_leaves_no_profile_behind(
     assert [tmp for tmp in tmps if tmp.exists()] == [], "a browser profile was left behind"
     assert not list((settings.data_dir / "geckodriver").glob("*.profile")), "a profile copy stayed"
     assert (await api.service.record(WHO, "c")).browser is None
+
+
+@pytest.mark.parametrize("browser", ["chromium"])  # chromedriver's own behaviour
+async def test_closing_a_browser_removes_profiles_chromedriver_left_and_keeps_live_ones(
+    make_api: ApiFactory, sites: Sites
+) -> None:
+    """chromedriver sometimes fails to remove a profile when its session ends: the next
+    close sweeps its TMPDIR of profiles no browser runs in (a lock naming a dead pid, or
+    none and older than a start takes), and leaves every live browser's profile alone."""
+    api: Api = await make_api(webdriver_url=None)
+    await api.open(key="a", url=sites.url("app.example.test"))
+    await api.open(key="b", url=sites.url("app.example.test"))
+    tmp = driver_tmps(api.service.settings.data_dir)[0]
+    made = sorted(tmp.glob("org.chromium.Chromium.scoped_dir.*"))
+    live = [p for p in made if (p / "Default").is_dir()]  # and each one's extensions dir
+    assert len(live) == 2 and all((p / "SingletonLock").is_symlink() for p in live), made
+    past = time.time() - 3600
+    for profile in live:  # running long: only its lock keeps it
+        os.utime(profile, (past, past))
+    left = []
+    for name, lock in (("dead", "example-host-999999999"), ("unlocked", None)):
+        profile = tmp / f"org.chromium.Chromium.scoped_dir.{name}"
+        (profile / "Default").mkdir(parents=True)
+        (profile / "Default" / "Cookies").write_bytes(b"dummy")
+        if lock is not None:
+            (profile / "SingletonLock").symlink_to(lock)
+        os.utime(profile, (past, past))
+        left.append(profile)
+    starting = tmp / "org.chromium.Chromium.scoped_dir.starting"  # no lock yet, new
+    starting.mkdir()
+
+    await api.close("a")
+    assert not any(p.exists() for p in left), "a left profile stayed"
+    assert starting.is_dir(), "a starting browser's profile was removed"
+    deadline = time.monotonic() + 10  # chromedriver removes a's after Delete Session answers
+    while len(kept := [p for p in live if p.exists()]) > 1 and time.monotonic() < deadline:
+        await anyio.sleep(0.1)
+    assert len(kept) == 1 and (kept[0] / "Default").is_dir()  # b's, in use
+    result = await api.go("b", sites.url("app.example.test", "/login"))
+    assert result["url"].startswith(sites.url("app.example.test"))  # b still answers

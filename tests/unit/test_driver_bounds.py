@@ -279,3 +279,32 @@ def test_a_folder_driver_tmp_made_is_removed_from_a_state_file(
     state.write_text(json.dumps({"pid": 2**22 + 7, "tmp": str(made)}), encoding="utf-8")
     driver.stop_recorded(state, "http://127.0.0.1:1")
     assert made.parent == tmp_path and not made.exists() and not state.exists()
+
+
+def test_a_sweep_removes_only_profiles_no_live_browser_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sweep_profiles`` keeps a profile whose ``SingletonLock`` names a live pid (a
+    browser running long) and one younger than a start takes; removes the others."""
+    monkeypatch.setattr(driver.tempfile, "tempdir", str(tmp_path))
+    private = driver.driver_tmp()
+    (tmp_path / "data").mkdir()
+    state = {"pid": 2**22 + 7, "port": 1, "tmp": str(private)}
+    (tmp_path / "data" / "chromedriver.json").write_text(json.dumps(state), encoding="utf-8")
+    past = time.time() - 3600
+    profiles = {}
+    for name, lock, age in (
+        ("live", f"example-host-{os.getpid()}", past),
+        ("dead", "example-host-999999999", past),
+        ("unlocked", None, past),
+        ("starting", None, None),
+    ):
+        profile = profiles[name] = private / f"org.chromium.Chromium.scoped_dir.{name}"
+        (profile / "Default").mkdir(parents=True)
+        if lock is not None:
+            (profile / "SingletonLock").symlink_to(lock)
+        if age is not None:
+            os.utime(profile, (age, age))
+    local = driver.LocalChromedriver(tmp_path / "data", Path("/usr/bin/chromedriver"))
+    assert local.sweep_profiles() == 2
+    assert {name for name, p in profiles.items() if p.exists()} == {"live", "starting"}

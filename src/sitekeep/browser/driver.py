@@ -326,14 +326,35 @@ def _launch_driver(
     return pid
 
 
+def _is_driver_tmp(tmp: Path) -> bool:
+    """Whether ``tmp`` is a folder :func:`driver_tmp` could have made (a state file is
+    data, never a path to trust blindly)."""
+    return tmp.parent == Path(tempfile.gettempdir()) and tmp.name.startswith("sitekeep-driver-")
+
+
 def _remove_tmp(recorded: object) -> None:
     """Remove a driver's private temporary folder named in its state (``tmp``) — only one
-    :func:`driver_tmp` made (a state file is data, never a path to trust blindly)."""
-    if not isinstance(recorded, str):
-        return
-    tmp = Path(recorded)
-    if tmp.parent == Path(tempfile.gettempdir()) and tmp.name.startswith("sitekeep-driver-"):
-        shutil.rmtree(tmp, ignore_errors=True)
+    :func:`driver_tmp` made."""
+    if isinstance(recorded, str) and _is_driver_tmp(Path(recorded)):
+        shutil.rmtree(recorded, ignore_errors=True)
+
+
+PROFILE_SWEEP_AGE = 60.0
+"""Seconds a Chromium profile without a live browser's lock is left alone (one that is
+starting has none yet): :meth:`LocalChromedriver.sweep_profiles`."""
+
+
+def _profile_in_use(profile: Path) -> bool:
+    """Whether a Chromium runs in ``profile``: its ``SingletonLock`` symlink reads
+    ``<hostname>-<pid>`` while the browser lives (Chromium's ProcessSingleton, Linux)."""
+    try:
+        target = os.readlink(profile / "SingletonLock")
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # unreadable: never remove what may be in use
+    pid = target.rsplit("-", 1)[-1]
+    return pid.isdigit() and _alive(int(pid))
 
 
 def _end_group(pid: int, grace: float = DRIVER_STOP_GRACE) -> None:
@@ -509,6 +530,33 @@ class LocalChromedriver:
         with contextlib.suppress(FileNotFoundError):
             self._state.unlink()
         return running
+
+    def sweep_profiles(self, min_age: float = PROFILE_SWEEP_AGE) -> int:
+        """Remove the browser profiles chromedriver left in its private ``TMPDIR``
+        (:func:`driver_tmp`) although their browser is gone: chromedriver removes a
+        profile when its session ends, and sometimes fails to (a helper process still
+        writing) — in a long-running server they would pile up, site data in them, until
+        ``sitekeep stop``. A profile is left alone while its browser runs (its
+        ``SingletonLock`` names a live pid) or while younger than ``min_age`` seconds (a
+        browser still starting has no lock yet). Returns how many were removed."""
+        try:
+            state = json.loads(self._state.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return 0
+        recorded = state.get("tmp") if isinstance(state, dict) else None
+        if not isinstance(recorded, str) or not _is_driver_tmp(Path(recorded)):
+            return 0
+        removed = 0
+        now = time.time()
+        for profile in Path(recorded).glob("org.chromium.Chromium.scoped_dir.*"):
+            try:
+                if now - profile.stat().st_mtime < min_age or _profile_in_use(profile):
+                    continue
+            except OSError:
+                continue
+            shutil.rmtree(profile, ignore_errors=True)
+            removed += 1
+        return removed
 
     def _remove_recorded_tmp(self) -> None:
         try:

@@ -313,6 +313,8 @@ class BrowserManager:
         that is removed next (0.07 s without it); any other browser through Delete Session."""
         if not await self._end_driver(endpoint, session_id):
             await delete_session(endpoint, session_id)
+            if self._local is not None:  # what chromedriver failed to remove (its TMPDIR)
+                await anyio.to_thread.run_sync(self._local.sweep_profiles)
 
     async def _end_driver(self, endpoint: str, session_id: str | None = None) -> bool:
         """End ``endpoint`` when it is a per-browser server this data dir started (in a
