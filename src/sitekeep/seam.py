@@ -148,14 +148,26 @@ cannot be written still fails the call with 503, the reads thrown away."""
 
 
 class _Beginning:
-    """A begin record on its way to the journal beside the browser's first reads.
+    """A begin record on its way to the journal: every operation's begin goes this one
+    way. An operation in ``READS_FIRST`` lets it go out beside its first reads; any other
+    waits for it in :meth:`before_browser`, before the browser is touched (SPEC §8).
 
     :meth:`durable` waits for it (a waiter cancelled does not cancel the write);
     :meth:`settle` waits for it whatever happened, so no append outlives its call.
     """
 
-    def __init__(self, write: Awaitable[_Op]) -> None:
+    def __init__(self, write: Awaitable[_Op], *, beside_reads: bool) -> None:
         self._task: asyncio.Future[_Op] = asyncio.ensure_future(write)
+        self._beside_reads = beside_reads
+
+    async def before_browser(self) -> None:
+        """Wait until the begin is durable, unless it may go out beside the first reads.
+
+        Raises:
+            JournalUnavailable / JournalConflict: it could not be written.
+        """
+        if not self._beside_reads:
+            await self.durable()
 
     async def durable(self) -> _Op:
         """The begun operation, once its begin is durable.
@@ -190,8 +202,8 @@ class Session:
     warnings: list[dict[str, Any]] = field(default_factory=list)
     save_full: bool = False
     _beginning: _Beginning | None = None
-    """The begin of the operation under way while it is written beside its first reads
-    (``READS_FIRST``); None once it is durable."""
+    """The begin of the operation under way, until its call has waited for it (for an
+    operation in ``READS_FIRST``: while it is written beside its first reads)."""
 
     # -- the journal ----------------------------------------------------------------------
 
@@ -388,17 +400,17 @@ class Session:
             SitekeepError: the operation failed (its finish says so).
         """
         self.require()
-        written = self.begin(op, args.model_dump(exclude_none=True), step)
+        secrets = _Secrets(self.seam.vault, self.who.tenant)
         # Ruling on SPEC §8 (lead, issue #15): "begin durable before dispatch … browser not
         # touched" guards effects on the browser. A save's first calls only read, so its
         # begin may go out beside them — provided a begin that cannot be written still ends
         # the call with 503 and no snapshot, record change or finish (tests/faults).
-        if op in READS_FIRST:
-            beginning = self._beginning = _Beginning(written)
-        else:
-            begun = await written
-        secrets = _Secrets(self.seam.vault, self.who.tenant)
+        beginning = self._beginning = _Beginning(
+            self.begin(op, args.model_dump(exclude_none=True), step),
+            beside_reads=op in READS_FIRST,
+        )
         try:
+            await beginning.before_browser()
             browser = await self.live(step)
             context = Context(
                 browser,
@@ -411,17 +423,14 @@ class Session:
             )
             done = await HANDLERS[op](context, args)
         except SitekeepError as exc:
-            if op in READS_FIRST:
-                begun = await self._begun_after(beginning, exc)
+            begun = await self._begun_after(beginning, exc)
             await self._failed(begun, exc, tuple(secrets.revealed))
             raise
         except BaseException:
-            if op in READS_FIRST:
-                await beginning.settle()
-                self._beginning = None
+            await beginning.settle()
+            self._beginning = None
             raise
-        if op in READS_FIRST:
-            begun = await self._begun_after(beginning)
+        begun = await self._begun_after(beginning)
         self._apply(done)
         page, withheld = await self.landed(done.page) if done.page else await self.look()
         await self.finish(
@@ -431,8 +440,8 @@ class Session:
 
     async def journaled(self) -> None:
         """Wait until the begin of the operation under way is durable: before anything
-        that changes the browser or a store (a no-op once it is, or when it was awaited
-        before dispatch).
+        that changes the browser or a store (a no-op once it is: an operation not in
+        ``READS_FIRST`` waited for it before the browser).
 
         Raises:
             JournalUnavailable: the begin could not be written (503); the operation has
@@ -443,7 +452,8 @@ class Session:
 
     async def _begun_after(self, beginning: _Beginning, failed: SitekeepError | None = None) -> _Op:
         """The begun operation once its begin is durable; a begin that could not be
-        written fails the call in place of ``failed`` (only reads had run)."""
+        written fails the call in place of ``failed`` (only reads had run), or is
+        ``failed`` itself (it was refused before the browser was touched)."""
         try:
             return await beginning.durable()
         except (JournalUnavailable, JournalConflict) as exc:
