@@ -35,9 +35,9 @@ import contextvars
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote_plus
 
 import anyio
@@ -147,27 +147,17 @@ the slower of its fsync and its first round trip, not on both (issue #15). A beg
 cannot be written still fails the call with 503, the reads thrown away."""
 
 
-class _Beginning:
+class _Beginning(Protocol):
     """A begin record on its way to the journal: every operation's begin goes this one
-    way. An operation in ``READS_FIRST`` lets it go out beside its first reads; any other
-    waits for it in :meth:`before_browser`, before the browser is touched (SPEC §8).
+    way (:func:`_beginning` chooses how, once per operation).
 
-    :meth:`durable` waits for it (a waiter cancelled does not cancel the write);
-    :meth:`settle` waits for it whatever happened, so no append outlives its call.
+    :meth:`before_browser` waits for it unless it may go out beside the first reads;
+    :meth:`durable` waits for it; :meth:`settle` waits for it whatever happened, so no
+    append outlives its call.
     """
 
-    def __init__(self, write: Awaitable[_Op], *, beside_reads: bool) -> None:
-        self._task: asyncio.Future[_Op] = asyncio.ensure_future(write)
-        self._beside_reads = beside_reads
-
     async def before_browser(self) -> None:
-        """Wait until the begin is durable, unless it may go out beside the first reads.
-
-        Raises:
-            JournalUnavailable / JournalConflict: it could not be written.
-        """
-        if not self._beside_reads:
-            await self.durable()
+        """Raises: JournalUnavailable / JournalConflict: it could not be written."""
 
     async def durable(self) -> _Op:
         """The begun operation, once its begin is durable.
@@ -175,6 +165,52 @@ class _Beginning:
         Raises:
             JournalUnavailable / JournalConflict: it could not be written.
         """
+
+    async def settle(self) -> None: ...
+
+
+def _beginning(write: Coroutine[Any, Any, _Op], *, beside_reads: bool) -> _Beginning:
+    """The begin of an operation, written beside its first reads (``READS_FIRST``) or
+    durable before its browser is touched (any other, SPEC §8)."""
+    return _BesideReads(write) if beside_reads else _BeforeBrowser(write)
+
+
+class _BeforeBrowser:
+    """A begin awaited in place, in :meth:`before_browser`: a cancelled call cancels its
+    write as any await does, and no task is made (a few µs an operation)."""
+
+    def __init__(self, write: Coroutine[Any, Any, _Op]) -> None:
+        self._write = write
+        self._outcome: _Op | Exception | None = None
+
+    async def before_browser(self) -> None:
+        try:
+            self._outcome = await self._write
+        except Exception as exc:
+            self._outcome = exc
+            raise
+
+    async def durable(self) -> _Op:
+        if isinstance(self._outcome, Exception):
+            raise self._outcome
+        assert self._outcome is not None, "durable() before before_browser()"
+        return self._outcome
+
+    async def settle(self) -> None:
+        self._write.close()  # a no-op once awaited
+
+
+class _BesideReads:
+    """A begin written in a task of its own while the operation's first reads run;
+    a waiter cancelled does not cancel the write."""
+
+    def __init__(self, write: Coroutine[Any, Any, _Op]) -> None:
+        self._task: asyncio.Future[_Op] = asyncio.ensure_future(write)
+
+    async def before_browser(self) -> None:
+        return None  # the reads go first; journaled() waits before any change
+
+    async def durable(self) -> _Op:
         return await asyncio.shield(self._task)
 
     async def settle(self) -> None:
@@ -405,7 +441,7 @@ class Session:
         # touched" guards effects on the browser. A save's first calls only read, so its
         # begin may go out beside them — provided a begin that cannot be written still ends
         # the call with 503 and no snapshot, record change or finish (tests/faults).
-        beginning = self._beginning = _Beginning(
+        beginning = self._beginning = _beginning(
             self.begin(op, args.model_dump(exclude_none=True), step),
             beside_reads=op in READS_FIRST,
         )

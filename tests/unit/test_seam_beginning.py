@@ -1,4 +1,4 @@
-"""Every operation's journal begin goes one way, ``seam._Beginning`` (SPEC §8): an
+"""Every operation's journal begin goes one way, ``seam._beginning`` (SPEC §8): an
 operation not in ``READS_FIRST`` waits for it before the browser; one in it (a save)
 lets it go out beside its first reads and waits for it later."""
 
@@ -9,7 +9,7 @@ import pytest
 
 from sitekeep.errors import JournalUnavailable
 from sitekeep.journal import records
-from sitekeep.seam import READS_FIRST, _Beginning, _Op
+from sitekeep.seam import READS_FIRST, _beginning, _Op
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +34,7 @@ async def test_an_operation_that_does_not_read_first_waits_for_its_begin_before_
         written.set()
         return op
 
-    beginning = _Beginning(write(), beside_reads="navigate" in READS_FIRST)
+    beginning = _beginning(write(), beside_reads="navigate" in READS_FIRST)
     await beginning.before_browser()
     assert written.is_set()
     assert await beginning.durable() is op
@@ -44,7 +44,7 @@ async def test_a_begin_refused_before_the_browser_is_raised_there() -> None:
     async def write() -> _Op:
         raise JournalUnavailable("the journal's disk is full")
 
-    beginning = _Beginning(write(), beside_reads=False)
+    beginning = _beginning(write(), beside_reads=False)
     with pytest.raises(JournalUnavailable):
         await beginning.before_browser()
     await beginning.settle()  # settling a refused begin raises nothing
@@ -58,7 +58,7 @@ async def test_a_save_goes_to_the_browser_while_its_begin_is_still_written() -> 
         await release.wait()
         return op
 
-    beginning = _Beginning(write(), beside_reads="save_site_data" in READS_FIRST)
+    beginning = _beginning(write(), beside_reads="save_site_data" in READS_FIRST)
     with anyio.fail_after(1):
         await beginning.before_browser()  # returns at once: the write still waits
     release.set()
