@@ -157,7 +157,11 @@ class _Beginning(Protocol):
     """
 
     async def before_browser(self) -> None:
-        """Raises: JournalUnavailable / JournalConflict: it could not be written."""
+        """Wait until the begin is durable, unless it may go out beside the first reads.
+
+        Raises:
+            JournalUnavailable / JournalConflict: it could not be written.
+        """
 
     async def durable(self) -> _Op:
         """The begun operation, once its begin is durable.
