@@ -13,7 +13,7 @@ import httpx
 from mcp import Client
 from mcp.types import TextContent
 
-from fixtures.sites import SECRET_VALUES
+from fixtures.sites import SECRET_VALUES, Sites
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.config import Settings
 from sitekeep.model import Principal, Role, SiteData
@@ -67,6 +67,39 @@ class Api:
 
 
 ApiFactory = Callable[..., Any]
+
+SIGNED_IN = {
+    "app.example.test": "App — signed in as alice",
+    "token.example.test": "Token — signed in as bob",
+    "shop.example.test": "Shop — pref dummy-pref",
+    "id.example.test": "IdP — known",
+}
+"""The title of each fixture site's home page once ``sign_in_everywhere`` signed in."""
+
+
+async def sign_in_everywhere(api: Api, sites: Sites, key: str) -> None:
+    """Open ``key`` and sign in: the cookie app via the IdP, the token app, a
+    sessionStorage cart (two items, its page last), a parent-domain cookie."""
+    await api.open(key=key)
+    page = await api.go(key, sites.url("app.example.test", "/login"))
+    assert page["title"] == SIGNED_IN["app.example.test"]
+    page = await api.go(key, sites.url("token.example.test", "/login"))
+    assert page["title"] == SIGNED_IN["token.example.test"]
+    await api.go(key, sites.url("www.example.test", "/set-parent"))
+    await api.go(key, sites.url("tabs.example.test", "/add"))
+    await api.go(key, sites.url("tabs.example.test", "/add"))
+    page = await api.go(key, sites.url("tabs.example.test", "/"))
+    assert page["title"] == "Tabs — cart 2"
+
+
+async def assert_signed_in(
+    api: Api, sites: Sites, key: str, hosts: tuple[str, ...] = tuple(SIGNED_IN)
+) -> None:
+    """Session ``key`` goes to each of ``hosts``' home page, in order, and each shows its
+    signed-in title (``SIGNED_IN``)."""
+    for host in hosts:
+        url = sites.url(host)
+        assert (await api.go(key, url))["title"] == SIGNED_IN[host], url
 
 
 def on_service(settings: Settings, use: Callable[[Service], Awaitable[Any]]) -> Any:

@@ -35,9 +35,9 @@ import contextvars
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote_plus
 
 import anyio
@@ -147,15 +147,21 @@ the slower of its fsync and its first round trip, not on both (issue #15). A beg
 cannot be written still fails the call with 503, the reads thrown away."""
 
 
-class _Beginning:
-    """A begin record on its way to the journal beside the browser's first reads.
+class _Beginning(Protocol):
+    """A begin record on its way to the journal: every operation's begin goes this one
+    way (:func:`_beginning` chooses how, once per operation).
 
-    :meth:`durable` waits for it (a waiter cancelled does not cancel the write);
-    :meth:`settle` waits for it whatever happened, so no append outlives its call.
+    :meth:`before_browser` waits for it unless it may go out beside the first reads;
+    :meth:`durable` waits for it; :meth:`settle` waits for it whatever happened, so no
+    append outlives its call.
     """
 
-    def __init__(self, write: Awaitable[_Op]) -> None:
-        self._task: asyncio.Future[_Op] = asyncio.ensure_future(write)
+    async def before_browser(self) -> None:
+        """Wait until the begin is durable, unless it may go out beside the first reads.
+
+        Raises:
+            JournalUnavailable / JournalConflict: it could not be written.
+        """
 
     async def durable(self) -> _Op:
         """The begun operation, once its begin is durable.
@@ -163,6 +169,52 @@ class _Beginning:
         Raises:
             JournalUnavailable / JournalConflict: it could not be written.
         """
+
+    async def settle(self) -> None: ...
+
+
+def _beginning(write: Coroutine[Any, Any, _Op], *, beside_reads: bool) -> _Beginning:
+    """The begin of an operation, written beside its first reads (``READS_FIRST``) or
+    durable before its browser is touched (any other, SPEC §8)."""
+    return _BesideReads(write) if beside_reads else _BeforeBrowser(write)
+
+
+class _BeforeBrowser:
+    """A begin awaited in place, in :meth:`before_browser`: a cancelled call cancels its
+    write as any await does, and no task is made (a few µs an operation)."""
+
+    def __init__(self, write: Coroutine[Any, Any, _Op]) -> None:
+        self._write = write
+        self._outcome: _Op | Exception | None = None
+
+    async def before_browser(self) -> None:
+        try:
+            self._outcome = await self._write
+        except Exception as exc:
+            self._outcome = exc
+            raise
+
+    async def durable(self) -> _Op:
+        if isinstance(self._outcome, Exception):
+            raise self._outcome
+        assert self._outcome is not None, "durable() before before_browser()"
+        return self._outcome
+
+    async def settle(self) -> None:
+        self._write.close()  # a no-op once awaited
+
+
+class _BesideReads:
+    """A begin written in a task of its own while the operation's first reads run;
+    a waiter cancelled does not cancel the write."""
+
+    def __init__(self, write: Coroutine[Any, Any, _Op]) -> None:
+        self._task: asyncio.Future[_Op] = asyncio.ensure_future(write)
+
+    async def before_browser(self) -> None:
+        return None  # the reads go first; journaled() waits before any change
+
+    async def durable(self) -> _Op:
         return await asyncio.shield(self._task)
 
     async def settle(self) -> None:
@@ -190,8 +242,8 @@ class Session:
     warnings: list[dict[str, Any]] = field(default_factory=list)
     save_full: bool = False
     _beginning: _Beginning | None = None
-    """The begin of the operation under way while it is written beside its first reads
-    (``READS_FIRST``); None once it is durable."""
+    """The begin of the operation under way, until its call has waited for it (for an
+    operation in ``READS_FIRST``: while it is written beside its first reads)."""
 
     # -- the journal ----------------------------------------------------------------------
 
@@ -388,17 +440,17 @@ class Session:
             SitekeepError: the operation failed (its finish says so).
         """
         self.require()
-        written = self.begin(op, args.model_dump(exclude_none=True), step)
+        secrets = _Secrets(self.seam.vault, self.who.tenant)
         # Ruling on SPEC §8 (lead, issue #15): "begin durable before dispatch … browser not
         # touched" guards effects on the browser. A save's first calls only read, so its
         # begin may go out beside them — provided a begin that cannot be written still ends
         # the call with 503 and no snapshot, record change or finish (tests/faults).
-        if op in READS_FIRST:
-            beginning = self._beginning = _Beginning(written)
-        else:
-            begun = await written
-        secrets = _Secrets(self.seam.vault, self.who.tenant)
+        beginning = self._beginning = _beginning(
+            self.begin(op, args.model_dump(exclude_none=True), step),
+            beside_reads=op in READS_FIRST,
+        )
         try:
+            await beginning.before_browser()
             browser = await self.live(step)
             context = Context(
                 browser,
@@ -411,17 +463,14 @@ class Session:
             )
             done = await HANDLERS[op](context, args)
         except SitekeepError as exc:
-            if op in READS_FIRST:
-                begun = await self._begun_after(beginning, exc)
+            begun = await self._begun_after(beginning, exc)
             await self._failed(begun, exc, tuple(secrets.revealed))
             raise
         except BaseException:
-            if op in READS_FIRST:
-                await beginning.settle()
-                self._beginning = None
+            await beginning.settle()
+            self._beginning = None
             raise
-        if op in READS_FIRST:
-            begun = await self._begun_after(beginning)
+        begun = await self._begun_after(beginning)
         self._apply(done)
         page, withheld = await self.landed(done.page) if done.page else await self.look()
         await self.finish(
@@ -431,8 +480,8 @@ class Session:
 
     async def journaled(self) -> None:
         """Wait until the begin of the operation under way is durable: before anything
-        that changes the browser or a store (a no-op once it is, or when it was awaited
-        before dispatch).
+        that changes the browser or a store (a no-op once it is: an operation not in
+        ``READS_FIRST`` waited for it before the browser).
 
         Raises:
             JournalUnavailable: the begin could not be written (503); the operation has
@@ -443,7 +492,8 @@ class Session:
 
     async def _begun_after(self, beginning: _Beginning, failed: SitekeepError | None = None) -> _Op:
         """The begun operation once its begin is durable; a begin that could not be
-        written fails the call in place of ``failed`` (only reads had run)."""
+        written fails the call in place of ``failed`` (only reads had run), or is
+        ``failed`` itself (it was refused before the browser was touched)."""
         try:
             return await beginning.durable()
         except (JournalUnavailable, JournalConflict) as exc:

@@ -5,23 +5,11 @@ from __future__ import annotations
 import pytest
 
 from fixtures.sites import Sites
-from support import Api, ApiFactory
+from support import Api, ApiFactory, assert_signed_in, sign_in_everywhere
 
 from .conftest import FIREFOX_PREFS
-from .test_roundtrip import sign_in_everywhere
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
-
-
-async def signed_in_everywhere(api: Api, sites: Sites, key: str) -> None:
-    expected = {
-        sites.url("app.example.test"): "App — signed in as alice",
-        sites.url("token.example.test"): "Token — signed in as bob",
-        sites.url("shop.example.test"): "Shop — pref dummy-pref",
-        sites.url("id.example.test"): "IdP — known",
-    }
-    for url, title in expected.items():
-        assert (await api.go(key, url))["title"] == title, url
 
 
 @pytest.mark.parametrize("browser", ["chromium"])  # the test switches kinds itself
@@ -37,7 +25,7 @@ async def test_saved_in_chromium_signed_in_in_firefox_and_back(
     assert (await api.browser("x")).ref.kind == "firefox"
     assert in_firefox["title"] == "Tabs — cart 2"  # sessionStorage crossed over too
     assert in_firefox["site_data"]["skipped"] == []
-    await signed_in_everywhere(api, sites, "x")
+    await assert_signed_in(api, sites, "x")
 
     await api.go("x", sites.url("tabs.example.test", "/add"))
     await api.go("x", sites.url("tabs.example.test"))
@@ -47,4 +35,4 @@ async def test_saved_in_chromium_signed_in_in_firefox_and_back(
     assert (await api.browser("x")).ref.kind == "chromium"
     assert back["title"] == "Tabs — cart 3"
     assert back["site_data"]["skipped"] == []
-    await signed_in_everywhere(api, sites, "x")
+    await assert_signed_in(api, sites, "x")

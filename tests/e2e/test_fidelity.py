@@ -16,7 +16,7 @@ from fixtures.sites import Sites
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.save import PARTITIONED
 from sitekeep.history import origin_of
-from support import Api, ApiFactory
+from support import Api, ApiFactory, assert_signed_in
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -83,12 +83,7 @@ async def test_lone_surrogates_nul_and_non_bmp_survive_and_other_origins_come_ba
     live = await api.browser("u")
     assert await storage_codes(live, "localStorage") == local_before
     assert await storage_codes(live, "sessionStorage") == session_before
-    assert (await api.go("u", sites.url("app.example.test")))["title"] == (
-        "App — signed in as alice"
-    )
-    assert (await api.go("u", sites.url("token.example.test")))["title"] == (
-        "Token — signed in as bob"
-    )
+    await assert_signed_in(api, sites, "u", ("app.example.test", "token.example.test"))
 
 
 async def test_over_the_cap_the_big_cache_goes_and_the_sign_in_stays(

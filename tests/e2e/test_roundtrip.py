@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fixtures.sites import Sites
-from support import Api
+from support import Api, assert_signed_in, sign_in_everywhere
 
 pytestmark = [
     pytest.mark.anyio,
@@ -14,20 +14,6 @@ pytestmark = [
 ]
 
 SPARE = "/__sitekeep-spare__"
-
-
-async def sign_in_everywhere(api: Api, sites: Sites, key: str) -> None:
-    """Cookie app via the IdP, token app, a sessionStorage cart, a parent-domain cookie."""
-    await api.open(key=key)
-    page = await api.go(key, sites.url("app.example.test", "/login"))
-    assert page["title"] == "App — signed in as alice"
-    page = await api.go(key, sites.url("token.example.test", "/login"))
-    assert page["title"] == "Token — signed in as bob"
-    await api.go(key, sites.url("www.example.test", "/set-parent"))
-    await api.go(key, sites.url("tabs.example.test", "/add"))
-    await api.go(key, sites.url("tabs.example.test", "/add"))
-    page = await api.go(key, sites.url("tabs.example.test", "/"))
-    assert page["title"] == "Tabs — cart 2"
 
 
 async def test_one_save_signs_in_two_apps_after_close_and_open(api: Api, sites: Sites) -> None:
@@ -42,14 +28,7 @@ async def test_one_save_signs_in_two_apps_after_close_and_open(api: Api, sites: 
     assert opened["title"] == "Tabs — cart 2"  # landed on the last page, sessionStorage back
     restored = opened["site_data"]["restored"]
     assert {"app.example.test", "id.example.test", "token.example.test"} <= set(restored)
-    assert (await api.go("s1", sites.url("app.example.test")))["title"] == (
-        "App — signed in as alice"
-    )
-    assert (await api.go("s1", sites.url("token.example.test")))["title"] == (
-        "Token — signed in as bob"
-    )
-    assert (await api.go("s1", sites.url("shop.example.test")))["title"] == "Shop — pref dummy-pref"
-    assert (await api.go("s1", sites.url("id.example.test")))["title"] == "IdP — known"
+    await assert_signed_in(api, sites, "s1")
     assert not [h for h in sites.hits() if h[1] == SPARE], "a spare page reached the server"
 
 

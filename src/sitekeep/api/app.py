@@ -292,10 +292,7 @@ def _routes(app: FastAPI) -> None:
 
     @app.post("/v1/sessions/{key}/save-site-data", tags=["site data"])
     async def save_site_data(key: Key, who: Who, svc: Svc, body: SaveBody | None = None) -> JSON:
-        body = body or SaveBody()
-        return await svc.save_site_data(
-            who, key, profile=body.profile, full=body.full, indexed_db=body.indexed_db
-        )
+        return await svc.save_site_data(who, key, **(body or SaveBody()).model_dump())
 
     @app.delete("/v1/sessions/{key}/browser", tags=["sessions"])
     async def close_browser(key: Key, who: Who, svc: Svc) -> JSON:
