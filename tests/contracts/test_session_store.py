@@ -428,7 +428,8 @@ async def test_redis_lists_a_tenant_from_its_index_without_scanning(
     raw_redis: tuple[str, redis.asyncio.Redis], clock: FakeClock
 ) -> None:
     """A tenant's listing reads that tenant's index, never the key space: a record the
-    index does not hold is not listed; expired members are pruned from the index."""
+    index does not hold is not listed; an expired member is left out, and pruned from the
+    index once Redis dropped its hash."""
     url, client = raw_redis
     store, prefix = open_session_store(url, clock), _prefix(url)
     try:
@@ -440,12 +441,42 @@ async def test_redis_lists_a_tenant_from_its_index_without_scanning(
         clock.advance(1)
         assert await store.keys("session/acme/") == ["session/acme/k1"]
         index = prefix.encode() + b"\xffgroup:session/acme/"
+        assert await client.zrange(index, 0, -1) == [b"session/acme/k2", b"session/acme/k1"]
+        await client.delete(prefix + "session/acme/k2")  # as Redis's own expiry does
+        assert await store.keys("session/acme/") == ["session/acme/k1"]
         assert await client.zrange(index, 0, -1) == [b"session/acme/k1"]
         await store.delete("session/acme/k1")
         assert await client.exists(index) == 0
         assert await client.zrange(prefix.encode() + b"\xffgroups", 0, -1) == [b"session/other/"]
     finally:
         await store.aclose()
+
+
+async def test_redis_a_replica_whose_clock_runs_ahead_never_prunes_a_live_key_from_the_index(
+    raw_redis: tuple[str, redis.asyncio.Redis], clock: FakeClock
+) -> None:
+    """Replicas' clocks differ. One running 60 s ahead sees a key as expired before the
+    others do (its own reads and listings leave it out), but its listing must not drop the
+    key from the shared index while Redis still holds the hash: the hash's native TTL, kept
+    by the server's clock, says when it is gone."""
+    url, client = raw_redis
+    prefix = _prefix(url)
+    ahead = FakeClock(clock() + 60)
+    writer, skewed = open_session_store(url, clock), open_session_store(url, ahead)
+    try:
+        await writer.set("session/acme/k1", b"v", ttl=30)
+        await writer.set("session/acme/k2", b"v", ttl=300)
+        assert await skewed.keys("session/acme/") == ["session/acme/k2"]
+        assert await skewed.count("session/") == 1
+        assert await writer.keys("session/acme/") == ["session/acme/k1", "session/acme/k2"]
+        assert await writer.count("session/") == 2
+        await client.delete(prefix + "session/acme/k1")  # as Redis's own expiry does
+        assert await skewed.count("session/") == 1
+        index = prefix.encode() + b"\xffgroup:session/acme/"
+        assert await client.zrange(index, 0, -1) == [b"session/acme/k2"]
+    finally:
+        await writer.aclose()
+        await skewed.aclose()
 
 
 async def test_redis_indexes_records_written_before_the_index_once(

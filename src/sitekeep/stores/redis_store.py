@@ -12,9 +12,12 @@ Listing and counting never scan the database: each key is also a member of its g
 sorted set (the group: the key up to its last ``/``, so ``session/<tenant>/`` holds one
 tenant's records), scored by its expiry time (``+inf``: never), and each group's name is
 in one lexically ordered set of groups. The same script that writes, re-times or deletes
-a hash updates its member, so the index never disagrees with a write. A listing removes
-the members whose score has passed (Redis dropped those hashes itself, or will) and so
-costs what the groups under the prefix hold, not what the database holds. The index keys
+a hash updates its member, so the index never disagrees with a write. A listing leaves out
+the members whose score has passed on its clock, and removes those among them whose hash
+Redis no longer holds — never one whose hash lives: the replicas' clocks differ, and one
+running ahead would otherwise drop a key the others still list (the hash's native TTL,
+kept by the server's clock, is the one authority on when it is gone). A listing so costs
+what the groups under the prefix hold, not what the database holds. The index keys
 are the ``prefix`` followed by byte 0xFF, which no UTF-8 key can hold: no key collides with
 them. Keys written before the index existed are indexed once, by the first listing of a
 process that finds the index unmarked.
@@ -91,19 +94,22 @@ return live
 
 # KEYS[1]: the set of groups. ARGV: now, the name of a group's sorted set less the group,
 # the hashes' prefix, the listing's prefix, that prefix's own group, "list" or "count".
-# Prunes the members whose expiry has passed (and the groups left empty), then lists (or
-# counts) the live keys: those of the prefix's own group that start with the prefix, and
-# every key of the groups whose names start with it.
+# Prunes the members whose expiry has passed on the caller's clock and whose hash Redis no
+# longer holds (and the groups left empty), then lists (or counts) the keys still live on
+# the caller's clock: those of the prefix's own group that start with the prefix, and every
+# key of the groups whose names start with it.
 _LIST = """
 local now, zname, hprefix, want, own, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local out, count = {}, 0
 local function visit(group, filter)
   local zset = zname .. group
-  redis.call('ZREMRANGEBYSCORE', zset, '-inf', now)
+  for _, key in ipairs(redis.call('ZRANGEBYSCORE', zset, '-inf', now)) do
+    if redis.call('EXISTS', hprefix .. key) == 0 then redis.call('ZREM', zset, key) end
+  end
   if not filter and mode == 'count' then
-    count = count + redis.call('ZCARD', zset)
+    count = count + redis.call('ZCOUNT', zset, '(' .. now, '+inf')
   else
-    for _, key in ipairs(redis.call('ZRANGE', zset, 0, -1)) do
+    for _, key in ipairs(redis.call('ZRANGEBYSCORE', zset, '(' .. now, '+inf')) do
       if not filter or string.sub(key, 1, #want) == want then
         if redis.call('EXISTS', hprefix .. key) == 1 then
           count = count + 1
