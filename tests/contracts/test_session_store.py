@@ -10,15 +10,19 @@ its URL to ``url_of`` (``conftest.py``): every contract test runs on it.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio
 
 from fixtures.databases import REDIS_URL
-from sitekeep.errors import InvalidInput
+from sitekeep.api.errors import error_response, status_of
+from sitekeep.errors import InvalidInput, StoreUnavailable
 from sitekeep.stores import SessionStore, open_session_store
 from sitekeep.stores.base import Versioned
+from sitekeep.stores.redis_store import RedisStore, connect
+from sitekeep.stores.urls import parse_store_url
 
 from .conftest import DURABLE, FakeClock, ids
 
@@ -495,6 +499,49 @@ async def test_redis_indexes_records_written_before_the_index_once(
         again = open_session_store(url, clock)  # the marker says: done once
         assert await again.keys("session/") == ["session/acme/old"]
         await again.aclose()
+    finally:
+        await store.aclose()
+
+
+async def test_redis_calls_past_the_pool_size_wait_for_a_connection_and_all_succeed(
+    raw_redis: tuple[str, redis.asyncio.Redis],
+) -> None:
+    """A burst of more concurrent calls than the connection pool holds queues for the
+    pool's connections instead of failing (each call needs one for its round trip)."""
+    url, _ = raw_redis
+    store = open_session_store(url + "&max_connections=4")
+    try:
+        await store.set("sess:a", b"v")
+        assert await asyncio.gather(*(store.get("sess:a") for _ in range(60))) == [b"v"] * 60
+        await asyncio.gather(*(store.set(f"sess:{i}", b"w", ttl=60) for i in range(60)))
+        assert await store.count("sess:") == 61
+    finally:
+        await store.aclose()
+
+
+async def test_redis_a_call_that_waits_past_the_pool_timeout_is_a_503_store_unavailable(
+    raw_redis: tuple[str, redis.asyncio.Redis],
+) -> None:
+    """Every pooled connection busy for longer than the pool's timeout: the call fails
+    with the store-unavailable error (HTTP 503) saying so, and works again once one is
+    free."""
+    url, _ = raw_redis
+    parsed = parse_store_url(url + "&max_connections=2&timeout=0.2", "S", allowed=("redis",))
+    client = connect(parsed.url)
+    store = RedisStore(client, parsed.prefix)
+    try:
+        await store.set("sess:a", b"v")
+        held = [await client.connection_pool.get_connection() for _ in range(2)]
+        with pytest.raises(StoreUnavailable) as caught:
+            await store.get("sess:a")
+        assert "no free Redis connection" in caught.value.message
+        assert status_of(caught.value) == 503
+        assert json.loads(error_response(caught.value).body)["error"]["type"] == (
+            "store_unavailable"
+        )
+        for conn in held:
+            await client.connection_pool.release(conn)
+        assert await store.get("sess:a") == b"v"
     finally:
         await store.aclose()
 

@@ -25,6 +25,12 @@ process that finds the index unmarked.
 Redis stopped: each call fails with :class:`~sitekeep.errors.StoreUnavailable` after
 redis-py's few quick retries, having written nothing; started again, the next call
 reconnects.
+
+Connections: one blocking pool per client (redis-py's ``BlockingConnectionPool``) of
+``POOL_SIZE`` connections. A call takes one for its round trip; a burst of more calls than
+that waits for a free one (up to ``POOL_WAIT`` seconds, then ``StoreUnavailable``: a 503)
+rather than failing at once, as redis-py's default pool does past its 100. The URL may set
+both: ``?max_connections=…&timeout=…`` (seconds).
 """
 
 from __future__ import annotations
@@ -33,13 +39,14 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from sitekeep.errors import StoreUnavailable
 from sitekeep.stores.base import Clock, Versioned, system_clock
 
-__all__ = ["RedisStore", "connect"]
+__all__ = ["POOL_SIZE", "POOL_WAIT", "RedisStore", "connect", "unavailable"]
 
 T = TypeVar("T")
 
@@ -138,11 +145,43 @@ _INDEX = b"\xff"
 """After the prefix, what starts the index's keys: no UTF-8 key holds this byte."""
 
 
+POOL_SIZE = 100
+"""Redis connections one client (one replica's session store and locks) keeps at most."""
+
+POOL_WAIT = 5.0
+"""Seconds a call waits for a free pooled connection before it is a 503."""
+
+
 def connect(url: str) -> Redis:
-    """A redis-py asyncio client for ``url`` with short timeouts (a stopped Redis is a
-    503 within seconds, not a hang)."""
-    client: Redis = Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
-    return client
+    """A redis-py asyncio client for ``url`` on a blocking pool of ``POOL_SIZE``
+    connections (a call waits up to ``POOL_WAIT`` s for one; the URL's ``max_connections``
+    and ``timeout`` override both), with short socket timeouts: a stopped Redis is a 503
+    within seconds, not a hang."""
+    pool = BlockingConnectionPool.from_url(
+        url,
+        max_connections=POOL_SIZE,
+        timeout=POOL_WAIT,
+        socket_connect_timeout=5,
+        socket_timeout=5,
+    )
+    return Redis.from_pool(pool)  # the client owns the pool: aclose() closes it
+
+
+def unavailable(what: str, exc: RedisError | OSError) -> StoreUnavailable:
+    """The 503 for a failed Redis call on ``what``: the exception's type only (a command's
+    arguments may hold values), or, when the call waited past its pool's timeout for a
+    connection (every one busy), that.
+
+    redis-py's blocking pool raises its ``ConnectionError`` from the wait's timeout; a
+    failed connect or read raises its own ``TimeoutError`` or a ``ConnectionError`` not
+    caused by one.
+    """
+    if isinstance(exc, RedisConnectionError) and isinstance(exc.__cause__, TimeoutError):
+        return StoreUnavailable(
+            f"{what} failed: no free Redis connection within the pool's timeout "
+            "(every pooled connection was busy)"
+        )
+    return StoreUnavailable(f"{what} failed: {type(exc).__name__}")
 
 
 def _glob_literal(text: str) -> str:
@@ -181,7 +220,7 @@ class RedisStore:
         try:
             return await fn()
         except (RedisError, OSError) as exc:
-            raise StoreUnavailable(f"the Redis session store failed: {type(exc).__name__}") from exc
+            raise unavailable("the Redis session store", exc) from exc
 
     def _live(self, fields: list[Any]) -> bool:
         value, expires = fields[0], fields[-1]
