@@ -39,16 +39,21 @@ def _alive(url: str, pids: set[int]) -> set[int]:
         return {row[0] for row in rows}
 
 
+def _terminate(url: str, pids: set[int]) -> None:
+    """End the server's connections ``pids`` and wait (5 s at most) until they are gone."""
+    with _admin(url) as conn:
+        for pid in pids:
+            conn.execute("SELECT pg_terminate_backend(%s)", [pid])
+    deadline = time.monotonic() + 5
+    while _alive(url, pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 async def test_a_read_outlives_its_pooled_connections_ended_by_the_server(
     pg: Database, postgres_url: str
 ) -> None:
     first = {await pg.read("reading", _pid) for _ in range(3)}
-    with _admin(postgres_url) as conn:
-        for pid in first:
-            conn.execute("SELECT pg_terminate_backend(%s)", [pid])
-    deadline = time.monotonic() + 5
-    while _alive(postgres_url, first) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _terminate(postgres_url, first)
     # Every pooled connection is dead now; each read still answers, from a new one.
     again = [await pg.read("reading", _pid) for _ in range(3)]
     assert not set(again) & first
@@ -98,12 +103,7 @@ async def test_fetch_outlives_its_pooled_connections_ended_by_the_server(
     pg: Database, postgres_url: str
 ) -> None:
     first = {(await pg.fetch("reading", _PID, {"tag": "a"}))[0].pid for _ in range(3)}
-    with _admin(postgres_url) as conn:
-        for pid in first:
-            conn.execute("SELECT pg_terminate_backend(%s)", [pid])
-    deadline = time.monotonic() + 5
-    while _alive(postgres_url, first) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _terminate(postgres_url, first)
     again = [(await pg.fetch("reading", _PID, {"tag": "b"}))[0] for _ in range(3)]
     assert [r.tag for r in again] == ["b"] * 3
     assert not {r.pid for r in again} & first
