@@ -46,7 +46,7 @@ from redis.exceptions import RedisError
 from sitekeep.errors import StoreUnavailable
 from sitekeep.stores.base import Clock, Versioned, system_clock
 
-__all__ = ["POOL_SIZE", "POOL_WAIT", "RedisStore", "connect", "unavailable"]
+__all__ = ["POOL_SIZE", "POOL_WAIT", "RedisStore", "connect", "pooled", "unavailable"]
 
 T = TypeVar("T")
 
@@ -152,19 +152,21 @@ POOL_WAIT = 5.0
 """Seconds a call waits for a free pooled connection before it is a 503."""
 
 
-def connect(url: str) -> Redis:
+def pooled(url: str, **options: Any) -> Redis:
     """A redis-py asyncio client for ``url`` on a blocking pool of ``POOL_SIZE``
-    connections (a call waits up to ``POOL_WAIT`` s for one; the URL's ``max_connections``
-    and ``timeout`` override both), with short socket timeouts: a stopped Redis is a 503
-    within seconds, not a hang."""
+    connections: a call waits up to ``POOL_WAIT`` s for a free one, then fails with
+    redis-py's ``ConnectionError`` (:func:`unavailable` names it). The URL's
+    ``max_connections`` and ``timeout`` override both; ``options`` go to redis-py."""
     pool = BlockingConnectionPool.from_url(
-        url,
-        max_connections=POOL_SIZE,
-        timeout=POOL_WAIT,
-        socket_connect_timeout=5,
-        socket_timeout=5,
+        url, max_connections=POOL_SIZE, timeout=POOL_WAIT, **options
     )
     return Redis.from_pool(pool)  # the client owns the pool: aclose() closes it
+
+
+def connect(url: str) -> Redis:
+    """:func:`pooled` with short socket timeouts: a stopped Redis is a 503 within seconds,
+    not a hang."""
+    return pooled(url, socket_connect_timeout=5, socket_timeout=5)
 
 
 def unavailable(what: str, exc: RedisError | OSError) -> StoreUnavailable:
