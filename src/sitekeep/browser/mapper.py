@@ -42,6 +42,7 @@ from sitekeep.browser.driver import (
     PerBrowserServers,
     _free_port,
     _launch_driver,
+    driver_tmp,
 )
 from sitekeep.errors import BrowserUnavailable
 from sitekeep.model import BrowserRef
@@ -158,15 +159,15 @@ class LocalMapper(PerBrowserServers):
             f"--session={session}",
             f"--config={json.dumps(config)}",
         ]
+        private = driver_tmp()
         try:
-            pid = _launch_driver(argv, url, timeout)
+            pid = _launch_driver(argv, url, timeout, tmp=private)
         except BrowserUnavailable:
             shutil.rmtree(profile, ignore_errors=True)
+            shutil.rmtree(private, ignore_errors=True)
             raise
-        self._state(url).write_text(
-            json.dumps({"pid": pid, "profile": str(profile), "session": session}),
-            encoding="utf-8",
-        )
+        state = {"pid": pid, "profile": str(profile), "session": session, "tmp": str(private)}
+        self._state(url).write_text(json.dumps(state), encoding="utf-8")
         return BrowserRef(
             kind="chromium",
             endpoint=url,
