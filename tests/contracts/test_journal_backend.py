@@ -253,3 +253,24 @@ async def test_the_timeline_pairs_begins_and_finishes(journal: Journal) -> None:
     assert saves == [{"cookies": 2, "sites": 1}]
     assert all("saved" not in r for r in rows if r.get("op") in ("navigate", "click"))
     assert rows[-1]["args"] == {} and started.op == "type"
+
+
+async def test_redis_appends_past_the_connection_pool_size_wait_for_a_connection(
+    tmp_path: Path,
+) -> None:
+    """More concurrent appends than the Redis client's pool holds all succeed: they wait
+    for a free connection (a blocking pool) instead of failing at once."""
+    url = f"{REDIS}?prefix={RUN_PREFIX}{tmp_path.name}:&max_connections=4"
+    journal = Journal(open_backend(url), Rules(ttl=3600.0, cap=100))
+    keys = [JournalKey("tenant-a", f"s{i}") for i in range(40)]
+    try:
+
+        async def open_one(key: JournalKey) -> None:
+            await journal.write(key, records.mark("opened", parent=None, generation=GEN))
+
+        async with anyio.create_task_group() as group:
+            for key in keys:
+                group.start_soon(open_one, key)
+        assert await journal.backend.keys("tenant-a") == sorted(keys)
+    finally:
+        await journal.aclose()

@@ -10,15 +10,19 @@ its URL to ``url_of`` (``conftest.py``): every contract test runs on it.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio
 
 from fixtures.databases import REDIS_URL
-from sitekeep.errors import InvalidInput
+from sitekeep.api.errors import error_response, status_of
+from sitekeep.errors import InvalidInput, StoreUnavailable
 from sitekeep.stores import SessionStore, open_session_store
 from sitekeep.stores.base import Versioned
+from sitekeep.stores.redis_store import RedisStore, connect
+from sitekeep.stores.urls import parse_store_url
 
 from .conftest import DURABLE, FakeClock, ids
 
@@ -428,7 +432,8 @@ async def test_redis_lists_a_tenant_from_its_index_without_scanning(
     raw_redis: tuple[str, redis.asyncio.Redis], clock: FakeClock
 ) -> None:
     """A tenant's listing reads that tenant's index, never the key space: a record the
-    index does not hold is not listed; expired members are pruned from the index."""
+    index does not hold is not listed; an expired member is left out, and pruned from the
+    index once Redis dropped its hash."""
     url, client = raw_redis
     store, prefix = open_session_store(url, clock), _prefix(url)
     try:
@@ -440,12 +445,42 @@ async def test_redis_lists_a_tenant_from_its_index_without_scanning(
         clock.advance(1)
         assert await store.keys("session/acme/") == ["session/acme/k1"]
         index = prefix.encode() + b"\xffgroup:session/acme/"
+        assert await client.zrange(index, 0, -1) == [b"session/acme/k2", b"session/acme/k1"]
+        await client.delete(prefix + "session/acme/k2")  # as Redis's own expiry does
+        assert await store.keys("session/acme/") == ["session/acme/k1"]
         assert await client.zrange(index, 0, -1) == [b"session/acme/k1"]
         await store.delete("session/acme/k1")
         assert await client.exists(index) == 0
         assert await client.zrange(prefix.encode() + b"\xffgroups", 0, -1) == [b"session/other/"]
     finally:
         await store.aclose()
+
+
+async def test_redis_a_replica_whose_clock_runs_ahead_never_prunes_a_live_key_from_the_index(
+    raw_redis: tuple[str, redis.asyncio.Redis], clock: FakeClock
+) -> None:
+    """Replicas' clocks differ. One running 60 s ahead sees a key as expired before the
+    others do (its own reads and listings leave it out), but its listing must not drop the
+    key from the shared index while Redis still holds the hash: the hash's native TTL, kept
+    by the server's clock, says when it is gone."""
+    url, client = raw_redis
+    prefix = _prefix(url)
+    ahead = FakeClock(clock() + 60)
+    writer, skewed = open_session_store(url, clock), open_session_store(url, ahead)
+    try:
+        await writer.set("session/acme/k1", b"v", ttl=30)
+        await writer.set("session/acme/k2", b"v", ttl=300)
+        assert await skewed.keys("session/acme/") == ["session/acme/k2"]
+        assert await skewed.count("session/") == 1
+        assert await writer.keys("session/acme/") == ["session/acme/k1", "session/acme/k2"]
+        assert await writer.count("session/") == 2
+        await client.delete(prefix + "session/acme/k1")  # as Redis's own expiry does
+        assert await skewed.count("session/") == 1
+        index = prefix.encode() + b"\xffgroup:session/acme/"
+        assert await client.zrange(index, 0, -1) == [b"session/acme/k2"]
+    finally:
+        await writer.aclose()
+        await skewed.aclose()
 
 
 async def test_redis_indexes_records_written_before_the_index_once(
@@ -464,6 +499,49 @@ async def test_redis_indexes_records_written_before_the_index_once(
         again = open_session_store(url, clock)  # the marker says: done once
         assert await again.keys("session/") == ["session/acme/old"]
         await again.aclose()
+    finally:
+        await store.aclose()
+
+
+async def test_redis_calls_past_the_pool_size_wait_for_a_connection_and_all_succeed(
+    raw_redis: tuple[str, redis.asyncio.Redis],
+) -> None:
+    """A burst of more concurrent calls than the connection pool holds queues for the
+    pool's connections instead of failing (each call needs one for its round trip)."""
+    url, _ = raw_redis
+    store = open_session_store(url + "&max_connections=4")
+    try:
+        await store.set("sess:a", b"v")
+        assert await asyncio.gather(*(store.get("sess:a") for _ in range(60))) == [b"v"] * 60
+        await asyncio.gather(*(store.set(f"sess:{i}", b"w", ttl=60) for i in range(60)))
+        assert await store.count("sess:") == 61
+    finally:
+        await store.aclose()
+
+
+async def test_redis_a_call_that_waits_past_the_pool_timeout_is_a_503_store_unavailable(
+    raw_redis: tuple[str, redis.asyncio.Redis],
+) -> None:
+    """Every pooled connection busy for longer than the pool's timeout: the call fails
+    with the store-unavailable error (HTTP 503) saying so, and works again once one is
+    free."""
+    url, _ = raw_redis
+    parsed = parse_store_url(url + "&max_connections=2&timeout=0.2", "S", allowed=("redis",))
+    client = connect(parsed.url)
+    store = RedisStore(client, parsed.prefix)
+    try:
+        await store.set("sess:a", b"v")
+        held = [await client.connection_pool.get_connection() for _ in range(2)]
+        with pytest.raises(StoreUnavailable) as caught:
+            await store.get("sess:a")
+        assert "no free Redis connection" in caught.value.message
+        assert status_of(caught.value) == 503
+        assert json.loads(error_response(caught.value).body)["error"]["type"] == (
+            "store_unavailable"
+        )
+        for conn in held:
+            await client.connection_pool.release(conn)
+        assert await store.get("sess:a") == b"v"
     finally:
         await store.aclose()
 

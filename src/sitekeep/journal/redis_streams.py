@@ -43,6 +43,7 @@ from sitekeep.errors import InvalidInput, JournalConflict, JournalUnavailable, R
 from sitekeep.journal.base import Entry, JournalKey, decode_name, encode_name
 from sitekeep.journal.framing import Line, Oversize, Progress, Torn
 from sitekeep.journal.records import MAX_RECORD
+from sitekeep.stores.redis_store import pooled
 
 __all__ = ["PAGE", "RedisJournal", "RedisJournalUrl", "parse_url"]
 
@@ -119,7 +120,8 @@ class RedisJournal:
     def __init__(self, url: str, *, max_record: int = MAX_RECORD) -> None:
         self.options = parse_url(url)
         self.max_record = max_record
-        self._client: redis.asyncio.Redis = redis.asyncio.Redis.from_url(self.options.client_url)
+        # A blocking pool: a burst of appends past its size waits for a connection.
+        self._client: redis.asyncio.Redis = pooled(self.options.client_url)
         self._append_script = self._client.register_script(_APPEND)
         replicas = self.options.replicas
         self.durability = (

@@ -19,18 +19,28 @@ Where the work runs (``bench/api_load.py`` measures it): a read on SQLite runs o
 loop (:meth:`Database.read`, a connection that never waits for a lock); everything else runs
 in one worker-thread hop per call (:meth:`Database.run`); a read on PostgreSQL runs on the
 event loop through psycopg's asyncio connection.
+
+The hot reads (:meth:`Database.fetch`: a token's row, a tenant's secrets, the run ledger's
+lists) take one more step on PostgreSQL: their statement, built once at import, is
+compiled once by SQLAlchemy's PostgreSQL dialect and run by psycopg itself on the pooled
+asyncio connection, without SQLAlchemy's execution layer (its greenlet hop, execution
+context and result wrapping cost as much as psycopg's own round trip: 0.23 against
+0.13 ms of CPU per read under 50 concurrent callers). psycopg prepares a statement on
+its fifth run on a connection, so the server parses it once per connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import anyio.to_thread
+import psycopg
 import sqlalchemy as sa
+from psycopg.rows import namedtuple_row
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import SingletonThreadPool, StaticPool
@@ -184,6 +194,7 @@ class Database:
         own = engine is None
         self._reader = _reader_engine(url) if own and url.scheme == "sqlite" else None
         self._async = _async_engine(url) if own and url.scheme == "postgresql" else None
+        self._compiled: dict[sa.Select[Any], sa.Compiled] = {}
 
     @property
     def orders_by_code_point(self) -> bool:
@@ -245,6 +256,42 @@ class Database:
                 async with self._async.connect() as conn:
                     return await conn.run_sync(fn)
         return await self.run(what, fn, write=False)
+
+    async def fetch(
+        self, what: str, query: sa.Select[Any], params: Mapping[str, Any]
+    ) -> Sequence[Any]:
+        """The rows of ``query`` (columns by attribute: ``row.tenant``), a read guarded as
+        :meth:`read` guards.
+
+        ``query`` is built once (a module constant) and takes its values only through
+        ``sa.bindparam`` names, given in ``params``: on PostgreSQL it is compiled once per
+        database and run by psycopg directly (module docstring). A psycopg failure there
+        (a dead connection, anything else) runs the read once more through SQLAlchemy,
+        which tells a dead connection from other failures, retires the stale ones and
+        turns the rest into ``StoreUnavailable``.
+
+        Raises:
+            StoreUnavailable: naming ``what``.
+            sqlalchemy.exc.ArgumentError: ``params`` lacks one of ``query``'s names.
+        """
+        if self._async is not None:
+            compiled = self._compiled.get(query)
+            if compiled is None:
+                compiled = self._compiled[query] = query.compile(dialect=self._async.dialect)
+            values = compiled.construct_params(params)
+            with _guard(what):
+                async with self._async.connect() as conn:
+                    raw = (await conn.get_raw_connection()).driver_connection
+                    assert isinstance(raw, psycopg.AsyncConnection)
+                    try:
+                        async with raw.cursor(row_factory=namedtuple_row) as cursor:
+                            await cursor.execute(compiled.string, values)
+                            rows: list[Any] = await cursor.fetchall()
+                            return rows
+                    except psycopg.Error:
+                        if raw.broken:
+                            await conn.invalidate()
+        return await self.read(what, lambda conn: conn.execute(query, params).all())
 
     def _dispose_sync(self) -> None:
         self.engine.dispose()

@@ -38,6 +38,7 @@ from redis.exceptions import LockError, RedisError
 
 from sitekeep.errors import SessionBusy, StoreUnavailable
 from sitekeep.stores.database import Database, guarded
+from sitekeep.stores.redis_store import unavailable
 
 __all__ = ["FileLocks", "PostgresLocks", "ProcessLocks", "RedisLocks"]
 
@@ -210,7 +211,7 @@ class RedisLocks:
                     blocking=blocking, blocking_timeout=_remaining(deadline) if blocking else None
                 )
             except (RedisError, OSError) as exc:
-                raise StoreUnavailable(f"the session lock failed: {type(exc).__name__}") from exc
+                raise unavailable("the session lock", exc) from exc
             if not got:
                 raise SessionBusy(wait)
             watchdog = asyncio.get_running_loop().create_task(self._renew(lock))

@@ -12,9 +12,12 @@ Listing and counting never scan the database: each key is also a member of its g
 sorted set (the group: the key up to its last ``/``, so ``session/<tenant>/`` holds one
 tenant's records), scored by its expiry time (``+inf``: never), and each group's name is
 in one lexically ordered set of groups. The same script that writes, re-times or deletes
-a hash updates its member, so the index never disagrees with a write. A listing removes
-the members whose score has passed (Redis dropped those hashes itself, or will) and so
-costs what the groups under the prefix hold, not what the database holds. The index keys
+a hash updates its member, so the index never disagrees with a write. A listing leaves out
+the members whose score has passed on its clock, and removes those among them whose hash
+Redis no longer holds — never one whose hash lives: the replicas' clocks differ, and one
+running ahead would otherwise drop a key the others still list (the hash's native TTL,
+kept by the server's clock, is the one authority on when it is gone). A listing so costs
+what the groups under the prefix hold, not what the database holds. The index keys
 are the ``prefix`` followed by byte 0xFF, which no UTF-8 key can hold: no key collides with
 them. Keys written before the index existed are indexed once, by the first listing of a
 process that finds the index unmarked.
@@ -22,6 +25,12 @@ process that finds the index unmarked.
 Redis stopped: each call fails with :class:`~sitekeep.errors.StoreUnavailable` after
 redis-py's few quick retries, having written nothing; started again, the next call
 reconnects.
+
+Connections: one blocking pool per client (redis-py's ``BlockingConnectionPool``) of
+``POOL_SIZE`` connections. A call takes one for its round trip; a burst of more calls than
+that waits for a free one (up to ``POOL_WAIT`` seconds, then ``StoreUnavailable``: a 503)
+rather than failing at once, as redis-py's default pool does past its 100. The URL may set
+both: ``?max_connections=…&timeout=…`` (seconds).
 """
 
 from __future__ import annotations
@@ -30,13 +39,14 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from sitekeep.errors import StoreUnavailable
 from sitekeep.stores.base import Clock, Versioned, system_clock
 
-__all__ = ["RedisStore", "connect"]
+__all__ = ["POOL_SIZE", "POOL_WAIT", "RedisStore", "connect", "pooled", "unavailable"]
 
 T = TypeVar("T")
 
@@ -91,19 +101,22 @@ return live
 
 # KEYS[1]: the set of groups. ARGV: now, the name of a group's sorted set less the group,
 # the hashes' prefix, the listing's prefix, that prefix's own group, "list" or "count".
-# Prunes the members whose expiry has passed (and the groups left empty), then lists (or
-# counts) the live keys: those of the prefix's own group that start with the prefix, and
-# every key of the groups whose names start with it.
+# Prunes the members whose expiry has passed on the caller's clock and whose hash Redis no
+# longer holds (and the groups left empty), then lists (or counts) the keys still live on
+# the caller's clock: those of the prefix's own group that start with the prefix, and every
+# key of the groups whose names start with it.
 _LIST = """
 local now, zname, hprefix, want, own, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local out, count = {}, 0
 local function visit(group, filter)
   local zset = zname .. group
-  redis.call('ZREMRANGEBYSCORE', zset, '-inf', now)
+  for _, key in ipairs(redis.call('ZRANGEBYSCORE', zset, '-inf', now)) do
+    if redis.call('EXISTS', hprefix .. key) == 0 then redis.call('ZREM', zset, key) end
+  end
   if not filter and mode == 'count' then
-    count = count + redis.call('ZCARD', zset)
+    count = count + redis.call('ZCOUNT', zset, '(' .. now, '+inf')
   else
-    for _, key in ipairs(redis.call('ZRANGE', zset, 0, -1)) do
+    for _, key in ipairs(redis.call('ZRANGEBYSCORE', zset, '(' .. now, '+inf')) do
       if not filter or string.sub(key, 1, #want) == want then
         if redis.call('EXISTS', hprefix .. key) == 1 then
           count = count + 1
@@ -132,11 +145,45 @@ _INDEX = b"\xff"
 """After the prefix, what starts the index's keys: no UTF-8 key holds this byte."""
 
 
+POOL_SIZE = 100
+"""Redis connections one client (one replica's session store and locks) keeps at most."""
+
+POOL_WAIT = 5.0
+"""Seconds a call waits for a free pooled connection before it is a 503."""
+
+
+def pooled(url: str, **options: Any) -> Redis:
+    """A redis-py asyncio client for ``url`` on a blocking pool of ``POOL_SIZE``
+    connections: a call waits up to ``POOL_WAIT`` s for a free one, then fails with
+    redis-py's ``ConnectionError`` (:func:`unavailable` names it). The URL's
+    ``max_connections`` and ``timeout`` override both; ``options`` go to redis-py."""
+    pool = BlockingConnectionPool.from_url(
+        url, max_connections=POOL_SIZE, timeout=POOL_WAIT, **options
+    )
+    return Redis.from_pool(pool)  # the client owns the pool: aclose() closes it
+
+
 def connect(url: str) -> Redis:
-    """A redis-py asyncio client for ``url`` with short timeouts (a stopped Redis is a
-    503 within seconds, not a hang)."""
-    client: Redis = Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
-    return client
+    """:func:`pooled` with short socket timeouts: a stopped Redis is a 503 within seconds,
+    not a hang."""
+    return pooled(url, socket_connect_timeout=5, socket_timeout=5)
+
+
+def unavailable(what: str, exc: RedisError | OSError) -> StoreUnavailable:
+    """The 503 for a failed Redis call on ``what``: the exception's type only (a command's
+    arguments may hold values), or, when the call waited past its pool's timeout for a
+    connection (every one busy), that.
+
+    redis-py's blocking pool raises its ``ConnectionError`` from the wait's timeout; a
+    failed connect or read raises its own ``TimeoutError`` or a ``ConnectionError`` not
+    caused by one.
+    """
+    if isinstance(exc, RedisConnectionError) and isinstance(exc.__cause__, TimeoutError):
+        return StoreUnavailable(
+            f"{what} failed: no free Redis connection within the pool's timeout "
+            "(every pooled connection was busy)"
+        )
+    return StoreUnavailable(f"{what} failed: {type(exc).__name__}")
 
 
 def _glob_literal(text: str) -> str:
@@ -175,7 +222,7 @@ class RedisStore:
         try:
             return await fn()
         except (RedisError, OSError) as exc:
-            raise StoreUnavailable(f"the Redis session store failed: {type(exc).__name__}") from exc
+            raise unavailable("the Redis session store", exc) from exc
 
     def _live(self, fields: list[Any]) -> bool:
         value, expires = fields[0], fields[-1]

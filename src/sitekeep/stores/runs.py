@@ -122,9 +122,5 @@ class SqlRunLedger:
 
     async def list(self, tenant: str | None, *, open_only: bool, limit: int) -> builtins.list[Run]:
         query = _LISTS[(tenant is not None, open_only)]
-        params = {"tenant": tenant, "limit": limit}
-
-        def read(conn: sa.Connection) -> builtins.list[Run]:
-            return [_run(r) for r in conn.execute(query, params)]
-
-        return await self._db.read(_WHAT, read)
+        params = {"tenant": tenant, "limit": limit} if tenant is not None else {"limit": limit}
+        return [_run(r) for r in await self._db.fetch(_WHAT, query, params)]

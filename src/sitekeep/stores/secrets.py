@@ -50,6 +50,9 @@ _COLUMNS = (
 _LIST = sa.select(*_COLUMNS).where(secrets.c.tenant == sa.bindparam("tenant"))
 """A tenant's secrets, built once (building it per call was a third of a list's cost)."""
 
+_GET = _LIST.where(secrets.c.name == sa.bindparam("name"))
+"""One secret of a tenant, built once."""
+
 
 def _where(tenant: str, name: str) -> tuple[sa.ColumnElement[bool], ...]:
     return (secrets.c.tenant == tenant, secrets.c.name == name)
@@ -79,18 +82,12 @@ class SqlSecretStore:
         await self._db.run(_WHAT, write, write=True)
 
     async def get(self, tenant: str, name: str) -> SecretRow | None:
-        def read(conn: sa.Connection) -> SecretRow | None:
-            row = conn.execute(sa.select(*_COLUMNS).where(*_where(tenant, name))).first()
-            return _row(row) if row else None
-
-        return await self._db.read(_WHAT, read)
+        rows = await self._db.fetch(_WHAT, _GET, {"tenant": tenant, "name": name})
+        return _row(rows[0]) if rows else None
 
     async def list(self, tenant: str) -> builtins.list[SecretRow]:
-        def read(conn: sa.Connection) -> builtins.list[SecretRow]:
-            rows = conn.execute(_LIST, {"tenant": tenant}).all()
-            return sorted((_row(r) for r in rows), key=lambda r: r.name)
-
-        return await self._db.read(_WHAT, read)
+        rows = await self._db.fetch(_WHAT, _LIST, {"tenant": tenant})
+        return sorted((_row(r) for r in rows), key=lambda r: r.name)
 
     async def delete(self, tenant: str, name: str) -> bool:
         def remove(conn: sa.Connection) -> bool:

@@ -14,6 +14,8 @@ from sitekeep.stores.schema import tokens
 __all__ = ["SqlTokenStore"]
 
 _WHAT = "the token database"
+_FIND = sa.select(tokens).where(tokens.c.token_hash == sa.bindparam("token_hash"))
+"""A token's row by its hash, built once."""
 
 
 class SqlTokenStore:
@@ -35,11 +37,8 @@ class SqlTokenStore:
         )
 
     async def find(self, token_hash: str) -> TokenRow | None:
-        def read(conn: sa.Connection) -> TokenRow | None:
-            row = conn.execute(sa.select(tokens).where(tokens.c.token_hash == token_hash)).first()
-            return None if row is None else _row(row)
-
-        return await self._db.read(_WHAT, read)
+        rows = await self._db.fetch(_WHAT, _FIND, {"token_hash": token_hash})
+        return _row(rows[0]) if rows else None
 
     async def list(self, tenant: str | None) -> list[TokenRow]:
         query = sa.select(tokens).order_by(tokens.c.created_at, tokens.c.token_hash)
@@ -55,6 +54,6 @@ class SqlTokenStore:
         return await self._db.run(_WHAT, remove, write=True)
 
 
-def _row(row: sa.Row[Any]) -> TokenRow:
+def _row(row: Any) -> TokenRow:
     role: Role = "admin" if row.role == "admin" else "member"
     return TokenRow(row.token_hash, row.tenant, row.subject, role, row.created_at)

@@ -8,7 +8,8 @@ Every store is chosen by a URL, as in alisaifee/limits and litestar's ``stores``
 ``postgresql://user@host/db`` PostgreSQL through psycopg 3 (also ``postgres://``,
                               ``postgresql+psycopg://``)
 ``redis://host:port/db``      Redis (also ``rediss://``); ``?prefix=`` names the key
-                              namespace (default ``sitekeep:``)
+                              namespace (default ``sitekeep:``); redis-py's own options
+                              pass through (``max_connections``, ``timeout``: the pool)
 ============================  ==========================================================
 
 :func:`parse_store_url` turns a URL into a :class:`StoreUrl`; every error names the setting
