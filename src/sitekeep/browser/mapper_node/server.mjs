@@ -6,7 +6,8 @@
 // Puppeteer's BidiOverCdp does — instead of in a hidden tab driven by chromedriver.
 // It serves, on 127.0.0.1:<port>:
 //   ws  /session/<id>           W3C WebDriver BiDi; each socket is its own goog:channel
-//                                (its subscriptions and intercepts end with it)
+//                                (its subscriptions and intercepts end with it, and a
+//                                request only its intercepts held is failed)
 //   GET /status                  {value: {ready}}
 //   GET /session/<id>/window     200 while the browser runs, else 404 invalid session id
 //   DELETE /session/<id>         closes the browser, then this process exits
@@ -83,7 +84,10 @@ class PipeTransport {
 
 // -- BiDi sockets as goog:channels of one mapper ----------------------------------------
 
-const sockets = new Map(); // channel -> {ws, pending: Map<id, method>, subscriptions, intercepts}
+const sockets = new Map(); // channel -> {ws, pending: Map<id, method>, subscriptions, intercepts, held}
+const BLOCKING = new Set(['network.beforeRequestSent', 'network.responseStarted', 'network.authRequired']);
+const ANSWERS = new Set(['network.continueRequest', 'network.continueResponse',
+  'network.continueWithAuth', 'network.failRequest', 'network.provideResponse']);
 const internal = new Map(); // id -> resolve
 let nextInternal = 1;
 let nextChannel = 1;
@@ -113,11 +117,19 @@ const bidiTransport = {
     const socket = sockets.get(channel);
     if (socket === undefined) return;
     if (message.type === 'success' && socket.pending.has(message.id)) {
-      const method = socket.pending.get(message.id);
+      const [method, request] = socket.pending.get(message.id);
       if (method === 'session.subscribe' && message.result?.subscription) {
         socket.subscriptions.push(message.result.subscription);
       } else if (method === 'network.addIntercept' && message.result?.intercept) {
         socket.intercepts.push(message.result.intercept);
+      } else if (ANSWERS.has(method)) {
+        socket.held.delete(request);
+      }
+    }
+    if (message.type === 'event' && BLOCKING.has(message.method) && message.params?.isBlocked) {
+      const request = message.params.request?.request;
+      if (request !== undefined) {
+        socket.held.set(request, {phase: message.method, intercepts: message.params.intercepts ?? []});
       }
     }
     if (message.id !== undefined) socket.pending.delete(message.id);
@@ -194,7 +206,8 @@ server.on('upgrade', (req, socket, head) => {
 
 function connected(ws) {
   const channel = `sitekeep:${nextChannel++}`;
-  const state = {ws, pending: new Map(), subscriptions: [], intercepts: []};
+  // held: requests this socket was told are blocked and has not answered yet
+  const state = {ws, pending: new Map(), subscriptions: [], intercepts: [], held: new Map()};
   sockets.set(channel, state);
   ws.on('message', (data) => {
     let message;
@@ -210,8 +223,9 @@ function connected(ws) {
         message: 'not a JSON object'}));
       return;
     }
-    if (message.method === 'session.subscribe' || message.method === 'network.addIntercept') {
-      state.pending.set(message.id, message.method);
+    const method = message.method;
+    if (method === 'session.subscribe' || method === 'network.addIntercept' || ANSWERS.has(method)) {
+      state.pending.set(message.id, [method, message.params?.request]);
     }
     message['goog:channel'] = channel;
     bidiTransport.onMessage(message);
@@ -224,6 +238,18 @@ function connected(ws) {
     }
     for (const intercept of state.intercepts) {
       void command('network.removeIntercept', {intercept});
+    }
+    // removeIntercept does not release a request it already holds: one that only this
+    // socket's intercepts held would wait forever, and its tab with it. Failed, not
+    // continued: nobody allowed it (chromedriver leaves it blocked).
+    const live = new Set([...sockets.values()].flatMap((s) => s.intercepts));
+    for (const [request, {phase, intercepts}] of state.held) {
+      if (intercepts.some((i) => live.has(i))) continue; // another socket answers it
+      if (phase === 'network.authRequired') {
+        void command('network.continueWithAuth', {request, action: 'cancel'});
+      } else {
+        void command('network.failRequest', {request});
+      }
     }
   });
   ws.on('error', () => {});
