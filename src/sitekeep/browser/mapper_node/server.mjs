@@ -23,6 +23,15 @@ import {BidiServer} from 'chromium-bidi/out/Default/gen/src/bidiMapper/BidiMappe
 import {MapperCdpConnection} from 'chromium-bidi/out/Default/gen/src/cdp/CdpConnection.js';
 import {BidiParser} from 'chromium-bidi/out/Default/gen/src/bidiTab/BidiParser.js';
 
+// chromium-bidi fires many CDP commands without awaiting them (`void this.#continueRequest()`);
+// one that fails because its target is going away (a tab closing, a request it paused) rejects
+// with no handler. In chromedriver the mapper runs in a tab, where that is a console message;
+// in Node (>= 15) it ended this process, and the browser with it, mid-session. Ignored here the
+// same way, with one line on stderr (never the error's text: it can hold a URL).
+process.on('unhandledRejection', (error) => {
+  process.stderr.write(`mapper: ignored an unhandled rejection (${error?.name ?? typeof error})\n`);
+});
+
 const args = Object.fromEntries(
   process.argv.slice(2).map((a) => {
     const eq = a.indexOf('=');
