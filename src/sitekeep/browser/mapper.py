@@ -28,7 +28,9 @@ leads the group, and the profile folder, removed when the browser ends).
 from __future__ import annotations
 
 import json
+import logging
 import os
+import shlex
 import shutil
 import tempfile
 import time
@@ -47,6 +49,8 @@ from sitekeep.errors import BrowserUnavailable
 from sitekeep.model import BrowserRef
 
 __all__ = ["MAPPER_DIR", "LocalMapper", "chromium_argv", "proxy_flags"]
+
+log = logging.getLogger(__name__)
 
 MAPPER_DIR = Path(__file__).with_name("mapper_node")
 """The Node side: ``server.mjs``, its ``package.json`` and (after set-up) ``node_modules``."""
@@ -146,8 +150,9 @@ class LocalMapper(PerBrowserServers):
         port = _free_port()
         profile = Path(tempfile.mkdtemp(prefix=f"{port}.", suffix=".profile", dir=self._dir))
         session = uuid.uuid4().hex
+        command = chromium_argv(chromium, profile, args, proxy)
         config = {
-            "argv": chromium_argv(chromium, profile, args, proxy),
+            "argv": command,
             "acceptInsecureCerts": insecure,
         }
         url = f"http://127.0.0.1:{port}"
@@ -163,6 +168,9 @@ class LocalMapper(PerBrowserServers):
         except BrowserUnavailable:
             shutil.rmtree(profile, ignore_errors=True)
             raise
+        # What chromedriver's New Session logs through Selenium (its capabilities): the
+        # command line, which holds no credential (a proxy's are answered over BiDi).
+        log.debug("mapper engine: Chromium on port %d: %s", port, shlex.join(command))
         self._state(url).write_text(
             json.dumps({"pid": pid, "profile": str(profile), "session": session}),
             encoding="utf-8",
