@@ -246,10 +246,18 @@ async def top_level_tabs(live: LiveBrowser, count: int) -> list[dict[str, Any]]:
 
 async def tab_session(live: LiveBrowser, context: str) -> dict[str, str]:
     """A tab's sessionStorage, read through its window realm (a popup with an opener
-    answers a context-targeted call only at the timeout on Chromium)."""
-    realms = (await live.conn.send("script.getRealms", {"context": context, "type": "window"}))[
-        "realms"
-    ]
+    answers a context-targeted call only at the timeout on Chromium). A tab that shows its
+    URL may not have its page's window realm yet (seen on the mapper engine): asked until
+    it has."""
+    for _ in range(200):
+        query = {"context": context, "type": "window"}
+        found = (await live.conn.send("script.getRealms", query))["realms"]
+        realms = [r for r in found if str(r.get("origin", "")).startswith("http")]
+        if realms:  # not the initial about:blank realm, gone once the page commits
+            break
+        await anyio.sleep(0.05)
+    else:
+        raise AssertionError(f"tab {context} never had a window realm")
     items: dict[str, str] = await live.evaluate_json(
         "() => JSON.stringify(Object.fromEntries(Object.entries(sessionStorage)))",
         realm=realms[0]["realm"],
