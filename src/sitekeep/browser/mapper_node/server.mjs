@@ -22,6 +22,7 @@ import {WebSocketServer} from 'ws';
 import {BidiServer} from 'chromium-bidi/out/Default/gen/src/bidiMapper/BidiMapper.js';
 import {MapperCdpConnection} from 'chromium-bidi/out/Default/gen/src/cdp/CdpConnection.js';
 import {BidiParser} from 'chromium-bidi/out/Default/gen/src/bidiTab/BidiParser.js';
+import {NetworkRequest} from 'chromium-bidi/out/Default/gen/src/bidiMapper/modules/network/NetworkRequest.js';
 
 // chromium-bidi fires many CDP commands without awaiting them (`void this.#continueRequest()`);
 // one that fails because its target is going away (a tab closing, a request it paused) rejects
@@ -42,6 +43,29 @@ const port = Number(args.port);
 const sessionId = args.session;
 const config = JSON.parse(args.config);
 const INTERNAL = 'sitekeep:internal';
+
+// -- chromium-bidi 17.0.2 workaround: a challenge that comes again while its answer is in flight.
+// NetworkRequest.continueWithAuth awaits CDP Fetch.continueWithAuth, then marks the request
+// unblocked. Over a pipe the retry's Fetch.authRequired (wrong credentials: the proxy asks
+// again) can arrive before that reply, so the new block was marked unblocked at once: its
+// network.authRequired event went out, its answer got "no such request", and the request — and
+// every later request through that proxy, which Chromium holds behind the open challenge —
+// waited for ever. A challenge arriving while an answer is in flight is taken after it.
+const answering = new WeakMap(); // NetworkRequest -> its continueWithAuth in flight
+const continueWithAuth = NetworkRequest.prototype.continueWithAuth;
+NetworkRequest.prototype.continueWithAuth = function (...params) {
+  const done = continueWithAuth.apply(this, params);
+  const settled = done.catch(() => {});
+  answering.set(this, settled);
+  void settled.then(() => answering.get(this) === settled && answering.delete(this));
+  return done;
+};
+const onAuthRequired = NetworkRequest.prototype.onAuthRequired;
+NetworkRequest.prototype.onAuthRequired = function (event) {
+  const inFlight = answering.get(this);
+  if (inFlight === undefined) return onAuthRequired.call(this, event);
+  void inFlight.then(() => onAuthRequired.call(this, event));
+};
 
 // -- Chromium over a CDP pipe (fd 3: its input, fd 4: its output; NUL-separated JSON) --
 
