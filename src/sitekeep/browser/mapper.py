@@ -70,6 +70,12 @@ AUTOMATION_ARGS = (
 already say (no logging flags: nobody reads them here), plus the CDP pipe."""
 
 
+UNHANDLED_PROMPT_BEHAVIOR = "dismiss and notify"
+"""What chromedriver's sessions run with when not asked otherwise (W3C WebDriver §User
+prompts' default): alert, confirm and prompt dismissed, ``beforeunload`` accepted — said
+here rather than left to chromium-bidi's own default, so both engines answer a page alike."""
+
+
 def proxy_flags(capability: Mapping[str, Any] | None) -> list[str]:
     """Chromium flags for the W3C ``proxy`` capability (``ProxySettings.capability``), as
     chromedriver translates it: manual → ``--proxy-server`` (+ ``--proxy-bypass-list``),
@@ -154,6 +160,7 @@ class LocalMapper(PerBrowserServers):
         config = {
             "argv": command,
             "acceptInsecureCerts": insecure,
+            "unhandledPromptBehavior": UNHANDLED_PROMPT_BEHAVIOR,
         }
         url = f"http://127.0.0.1:{port}"
         argv = [

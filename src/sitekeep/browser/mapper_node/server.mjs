@@ -14,7 +14,8 @@
 // Every other WebDriver classic command answers 404 unknown command.
 //
 // Usage: node server.mjs --port=<port> --session=<id> --config=<json>
-//   config: {"argv": [chromium, ...flags], "acceptInsecureCerts": bool}
+//   config: {"argv": [chromium, ...flags], "acceptInsecureCerts": bool,
+//            "unhandledPromptBehavior": W3C WebDriver's capability value}
 
 import http from 'node:http';
 import {spawn} from 'node:child_process';
@@ -183,7 +184,10 @@ const cdp = new MapperCdpConnection(new PipeTransport(chrome.stdio[3], chrome.st
 const browserClient = await cdp.createBrowserSession();
 await BidiServer.createAndStart(bidiTransport, cdp, browserClient, '', new BidiParser());
 const created = await command('session.new', {
-  capabilities: {alwaysMatch: {acceptInsecureCerts: Boolean(config.acceptInsecureCerts)}},
+  capabilities: {alwaysMatch: {
+    acceptInsecureCerts: Boolean(config.acceptInsecureCerts),
+    unhandledPromptBehavior: config.unhandledPromptBehavior,
+  }},
 });
 if (created.type !== 'success') {
   process.stderr.write(`session.new failed: ${JSON.stringify(created)}\n`);
