@@ -44,6 +44,7 @@ from sitekeep.browser.driver import (
     PerBrowserServers,
     _free_port,
     _launch_driver,
+    driver_tmp,
 )
 from sitekeep.errors import BrowserUnavailable
 from sitekeep.model import BrowserRef
@@ -170,18 +171,18 @@ class LocalMapper(PerBrowserServers):
             f"--session={session}",
             f"--config={json.dumps(config)}",
         ]
+        private = driver_tmp()
         try:
-            pid = _launch_driver(argv, url, timeout)
+            pid = _launch_driver(argv, url, timeout, tmp=private)
         except BrowserUnavailable:
             shutil.rmtree(profile, ignore_errors=True)
+            shutil.rmtree(private, ignore_errors=True)
             raise
         # What chromedriver's New Session logs through Selenium (its capabilities): the
         # command line, which holds no credential (a proxy's are answered over BiDi).
         log.debug("mapper engine: Chromium on port %d: %s", port, shlex.join(command))
-        self._state(url).write_text(
-            json.dumps({"pid": pid, "profile": str(profile), "session": session}),
-            encoding="utf-8",
-        )
+        state = {"pid": pid, "profile": str(profile), "session": session, "tmp": str(private)}
+        self._state(url).write_text(json.dumps(state), encoding="utf-8")
         return BrowserRef(
             kind="chromium",
             endpoint=url,
