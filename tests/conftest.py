@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -34,6 +35,25 @@ hypothesis_settings.register_profile(
     # reported as generated (each assertion names its item).
     phases=(Phase.explicit, Phase.reuse, Phase.generate),
 )
+
+ENGINE_ENV = "SITEKEEP_TEST_CHROMIUM_BIDI"
+"""``mapper``: every test that starts local Chromium (in-process apps and the ``sitekeep``
+processes of :func:`chromium_engine_env`) runs it on the opt-in mapper engine
+(``SITEKEEP_CHROMIUM_BIDI=mapper``) instead of the run's chromedriver."""
+
+
+def on_mapper() -> bool:
+    """Whether this run puts local Chromium on the mapper engine (:data:`ENGINE_ENV`)."""
+    return os.environ.get(ENGINE_ENV) == "mapper"
+
+
+def chromium_engine_env(driver_url: str) -> dict[str, str]:
+    """The ``SITEKEEP_*`` variables that pick this run's local Chromium engine for a
+    ``sitekeep`` process: the run's chromedriver, or the mapper engine."""
+    if on_mapper():
+        return {"SITEKEEP_CHROMIUM_BIDI": "mapper"}
+    return {"SITEKEEP_WEBDRIVER_URL": driver_url}
+
 
 HOST_RULES = '--host-resolver-rules="MAP *.example.test 127.0.0.1, MAP *.other.test 127.0.0.1"'
 
@@ -72,9 +92,9 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def base_settings(data_dir: Path, driver_url: str, cache_dir: Path) -> Settings:
-    """Settings of a test's app: ``data_dir``, the run's chromedriver and cache dir, the
-    host map, memory stores, no warm pool."""
-    return Settings(
+    """Settings of a test's app: ``data_dir``, the run's chromedriver (or the mapper engine,
+    :data:`ENGINE_ENV`) and cache dir, the host map, memory stores, no warm pool."""
+    settings = Settings(
         data_dir=data_dir,
         cache_dir=cache_dir,
         webdriver_url=driver_url,
@@ -82,6 +102,9 @@ def base_settings(data_dir: Path, driver_url: str, cache_dir: Path) -> Settings:
         session_store="memory://",
         warm_browsers=0,  # the pool has its own test; elsewhere it would only add load
     )
+    if on_mapper():
+        return settings.model_copy(update={"webdriver_url": None, "chromium_bidi": "mapper"})
+    return settings
 
 
 @pytest.fixture

@@ -1,14 +1,17 @@
 """The browser processes of this run's WebDriver servers, read from /proc (Linux).
 
 Other test runs share the machine: only processes whose parent is this run's driver
-(found by its ``--port``) are counted, so their browsers never enter a count here.
+(found by its ``--port``), or whose profile lies in a test's own data dir (the mapper
+engine), are counted, so their browsers never enter a count here.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["browser_pids", "main_browsers"]
+from sitekeep.config import Settings
+
+__all__ = ["browser_pids", "local_chromium", "main_browsers"]
 
 
 def _argv(proc: Path) -> list[bytes]:
@@ -49,6 +52,29 @@ def browser_pids(endpoint: str, driver: str = "chromedriver") -> set[int]:
         and not any(a.startswith(b"--type=") or a == b"-contentproc" for a in argv)
         and _name(argv)
         and not _name(argv).startswith(driver)
+    }
+
+
+def _helper(argv: list[bytes]) -> bool:
+    return any(a.startswith(b"--type=") or a == b"-contentproc" for a in argv)
+
+
+def local_chromium(settings: Settings) -> set[int]:
+    """Main processes of the local Chromium browsers of ``settings``: those of the
+    chromedriver at ``webdriver_url``, or on the mapper engine (``chromium_bidi``) those
+    whose profile lies in the data dir's ``mapper`` folder (one Node process each)."""
+    if settings.webdriver_url:
+        return browser_pids(settings.webdriver_url)
+    assert settings.chromium_bidi == "mapper", "no local Chromium engine to look at"
+    profiles = f"--user-data-dir={settings.data_dir.absolute() / 'mapper'}/".encode()
+    return {
+        int(p.name)
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit()
+        and (argv := _argv(p))
+        and _name(argv) in ("chromium", "chrome")
+        and not _helper(argv)
+        and any(a.startswith(profiles) for a in argv)
     }
 
 

@@ -14,12 +14,24 @@ from mcp import Client
 from mcp.types import TextContent
 
 from fixtures.sites import SECRET_VALUES, Sites
+from sitekeep.browser.driver import session_alive
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.config import Settings
-from sitekeep.model import Principal, Role, SiteData
+from sitekeep.errors import BrowserUnavailable
+from sitekeep.model import BrowserRef, Principal, Role, SiteData
 from sitekeep.service import Service
 
 WHO = Principal("t1", "agent", "member")
+
+
+async def gone(ref: BrowserRef) -> bool:
+    """Whether the browser ``ref`` names is gone: its WebDriver session ended, or its
+    server with it (a per-browser server: embedded Firefox's geckodriver, the mapper
+    engine's Node process, each ends with its browser)."""
+    try:
+        return not await session_alive(ref.endpoint, ref.session_id)
+    except BrowserUnavailable:
+        return True
 
 
 @dataclass

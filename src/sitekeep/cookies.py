@@ -159,7 +159,9 @@ MAX_AGE = 400 * 86400
 def as_stored(cookie: Cookie, now: float, kind: BrowserKind | None = None) -> tuple[Any, ...]:
     """:func:`attributes` as a browser stores them written at ``now``: the expiry capped
     at 400 days ahead (to the minute, since ``now`` is not the browser's clock), and for
-    a write into ``kind`` Chromium, an unspecified SameSite as the ``lax`` it stores."""
+    a write into ``kind`` Chromium, an unspecified SameSite as the ``lax`` it stores; then
+    the CHIPS partition key (sorted items, None for none): a partitioned cookie stored
+    unpartitioned would be sent on every site, so it is not "as saved"."""
     attrs = list(attributes(cookie))
     if cookie.expiry is not None and cookie.expiry > now + MAX_AGE - 60:
         attrs[-1] = "capped"
@@ -167,7 +169,8 @@ def as_stored(cookie: Cookie, now: float, kind: BrowserKind | None = None) -> tu
         attrs[6] = "default"  # as to_bidi writes it
     if kind == "chromium" and attrs[6] == "default":
         attrs[6] = "lax"
-    return tuple(attrs)
+    partition = cookie.partition_key
+    return (*attrs, tuple(sorted(partition.items())) if partition else None)
 
 
 def value_lost(raw: Mapping[str, Any], kind: BrowserKind) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HOST_RULES
+from conftest import HOST_RULES, chromium_engine_env
 from fixtures.serve import Serve, create_token, sitekeep_env
 
 
@@ -29,13 +29,13 @@ def served(
     tmp_path_factory: pytest.TempPathFactory, driver_url: str, cache_dir: Path
 ) -> Iterator[Served]:
     """One ``sitekeep serve`` on a free loopback port for the run, on the run's
-    chromedriver, its own data dir."""
+    chromedriver (or the mapper engine), its own data dir."""
     env = sitekeep_env(
         SITEKEEP_DATA_DIR=str(tmp_path_factory.mktemp("served")),
         SITEKEEP_CACHE_DIR=str(cache_dir),
-        SITEKEEP_WEBDRIVER_URL=driver_url,
         SITEKEEP_BROWSER_ARGS=HOST_RULES,
         SITEKEEP_WARM_BROWSERS="0",
+        **chromium_engine_env(driver_url),
     )
     serve = Serve(env)
     probe = Served(serve.url, "", env)

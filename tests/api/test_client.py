@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 import sitekeep
+from conftest import on_mapper
 from fixtures.serve import free_port
 from fixtures.sites import Sites
 from sitekeep import AsyncClient, Client
@@ -74,6 +75,12 @@ async def test_the_async_client_mirrors_the_sync_one(api: Api, sites: Sites) -> 
 
 
 @pytest.mark.anyio
+@pytest.mark.skipif(
+    on_mapper(),
+    reason="drives the browser through WebDriver classic, which the mapper engine does not "
+    "serve (its refusal: test_mapper_engine.py "
+    "test_the_mapper_port_is_refused_and_hands_out_no_webdriver)",
+)
 async def test_webdriver_hands_the_browser_to_its_owner_only(api: Api, sites: Sites) -> None:
     token = api.http.headers["authorization"].removeprefix("Bearer ")
     other = await api.service.create_token("t1", "someone-else", "member")

@@ -6,23 +6,18 @@ the test makes) opens that kind by default.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 
 import pytest
 
-from conftest import base_settings, open_api
+from conftest import base_settings, on_mapper, open_api
 from fixtures.grid import Grid, start_grid
 from sitekeep.config import Settings
 from support import Api
 
 BROWSERS = ("chromium", "firefox")
-
-ENGINE_ENV = "SITEKEEP_TEST_CHROMIUM_BIDI"
-"""``mapper``: every local-Chromium test of this folder runs on the mapper engine instead
-of the run's chromedriver (tests that check chromedriver itself fail then)."""
 
 FIREFOX_PREFS = {"network.dns.forceResolve": "127.0.0.1"}
 """Firefox has no --host-resolver-rules: every test host resolves to the loopback server."""
@@ -72,7 +67,7 @@ def settings(
     """Chromium through the run's chromedriver; Firefox through sitekeep's own geckodrivers
     (one per browser, in the test's data dir); or both through the Grid."""
     grid: Grid | None = request.getfixturevalue("grid") if via == "grid" else None
-    if via == "local" and browser == "chromium" and os.environ.get(ENGINE_ENV) == "mapper":
+    if via == "local" and browser == "chromium" and on_mapper():
         via = "mapper"
     if via == "mapper":  # the opt-in engine: sitekeep's own Chromium beside the mapper
         assert browser == "chromium", "the mapper engine drives Chromium only"

@@ -20,7 +20,7 @@ import pytest
 
 from fixtures.grid import Grid
 from fixtures.sites import Sites
-from processes import browser_pids, main_browsers
+from processes import browser_pids, local_chromium, main_browsers
 from support import Api, ApiFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -63,8 +63,18 @@ async def kill_while_waiting(
 
 
 def the_browser(api: Api, endpoint: str, before: set[int]) -> int:
-    driver = "chromedriver" if api.service.settings.browser == "chromium" else "geckodriver"
+    """The main process of the browser the server at ``endpoint`` started, of those not in
+    ``before``: a chromedriver's, a geckodriver's or a mapper engine's Node process's."""
+    if api.service.settings.browser == "firefox":
+        driver = "geckodriver"
+    else:
+        driver = "node" if api.service.browsers.uses_mapper else "chromedriver"
     (pid,) = browser_pids(endpoint, driver) - before
+    return pid
+
+
+def only(pids: set[int]) -> int:
+    (pid,) = pids
     return pid
 
 
@@ -97,16 +107,15 @@ async def test_killing_the_browser_mid_restore_answers_503_at_once(
     """The restore of a saved session lands on a page the server holds; the browser is
     killed while it waits there: 503 at once, and no browser is left behind."""
     api: Api = await make_api(navigation_timeout=60.0)
-    chromedriver = api.service.settings.webdriver_url
-    assert chromedriver is not None
-    before = browser_pids(chromedriver)
+    settings = api.service.settings
+    before = local_chromium(settings)
     await api.open(key="k", url=sites.url("app.example.test", "/__fixture/ls?token=t1"))
     await api.go("k", sites.url("shop.example.test", "/__fixture/ls?cart=c1"))
     await api.save("k")
     await api.close("k")
     slow = {"key": "k", "url": sites.url("app.example.test", f"{SLOW}?ms=60000")}
     took = await kill_while_waiting(
-        api, sites, "POST", "/v1/sessions", slow, lambda: the_browser(api, chromedriver, before)
+        api, sites, "POST", "/v1/sessions", slow, lambda: only(local_chromium(settings) - before)
     )
     assert took < ANSWER_WITHIN, f"answered {took:.1f} s after the kill"
     assert not api.service.browsers._live

@@ -12,6 +12,7 @@ from urllib.parse import quote
 import anyio
 import pytest
 
+from conftest import on_mapper
 from fixtures.sites import Sites
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.save import PARTITIONED
@@ -241,10 +242,18 @@ async def top_level_tabs(live: LiveBrowser, count: int) -> list[dict[str, Any]]:
 
 async def tab_session(live: LiveBrowser, context: str) -> dict[str, str]:
     """A tab's sessionStorage, read through its window realm (a popup with an opener
-    answers a context-targeted call only at the timeout on Chromium)."""
-    realms = (await live.conn.send("script.getRealms", {"context": context, "type": "window"}))[
-        "realms"
-    ]
+    answers a context-targeted call only at the timeout on Chromium). A tab that shows its
+    URL may not have its page's window realm yet (seen on the mapper engine): asked until
+    it has."""
+    for _ in range(200):
+        query = {"context": context, "type": "window"}
+        found = (await live.conn.send("script.getRealms", query))["realms"]
+        realms = [r for r in found if str(r.get("origin", "")).startswith("http")]
+        if realms:  # not the initial about:blank realm, gone once the page commits
+            break
+        await anyio.sleep(0.05)
+    else:
+        raise AssertionError(f"tab {context} never had a window realm")
     items: dict[str, str] = await live.evaluate_json(
         "() => JSON.stringify(Object.fromEntries(Object.entries(sessionStorage)))",
         realm=realms[0]["realm"],
@@ -497,12 +506,21 @@ async def test_indexed_db_schema_and_structured_clone_values_come_back_exactly(
 
 CHIP = b"chip=dummy-chip; Secure; Path=/; SameSite=None; Partitioned"
 
+MAPPER_CHIPS_GAP = pytest.mark.xfail(
+    strict=True,
+    reason="open gap of the mapper engine: chromium-bidi 17.0.2's storage.setCookie drops "
+    "goog:partitionKey and cannot set hasCrossSiteAncestor, so a CHIPS cookie cannot be "
+    "written back in its partition (the restore names it and removes the copy)",
+)
+
 
 @pytest.mark.parametrize("browser", ["chromium"])  # the test switches kinds itself
 @pytest.mark.parametrize("via", ["local", "grid"])
 async def test_partitioned_state_is_carried_where_it_can_be_written_and_named_where_not(
-    make_api: ApiFactory, sites: Sites, via: str
+    make_api: ApiFactory, sites: Sites, via: str, request: pytest.FixtureRequest
 ) -> None:
+    if via == "local" and on_mapper():
+        request.applymarker(MAPPER_CHIPS_GAP)
     api = await both_kinds(make_api, via)
     await api.open(key="x", browser="chromium")
     chip_src = sites.url("localhost", f"/__fixture/raw-cookie?hex={CHIP.hex()}")

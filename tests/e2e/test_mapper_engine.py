@@ -10,14 +10,19 @@ cannot do — hand out a WebDriver classic endpoint — is refused clearly.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import time
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
 from fixtures.sites import Sites
 from processes import browser_pids
+from sitekeep.browser.bidi import BidiConnection
 from sitekeep.browser.driver import _group_running
 from sitekeep.config import Settings
 from support import Api, ApiFactory
@@ -131,3 +136,44 @@ async def test_a_killed_browser_answers_503_at_once_then_reopens(
     assert (await api.go("k", sites.url("app.example.test")))["title"]
     reopened = (await api.browser("k")).ref.endpoint
     assert reopened != endpoint and browser_pids(reopened, "node") != {pid}
+
+
+async def test_a_request_held_by_a_socket_that_closed_is_failed_not_left_blocked(
+    make_api: ApiFactory, sites: Sites
+) -> None:
+    """A request blocked by a socket's intercept whose socket goes away (a sitekeep
+    process that died mid-call, another client) is failed, so its tab goes on — removing
+    the intercept does not release it, and the tab waited for ever (chromedriver too:
+    /tmp/mapper15/blocked.py, 15 s and still blocked)."""
+    api: Api = await make_api(navigation_timeout=60.0)
+    await api.open(key="k", url=sites.url("app.example.test"))
+    other = await BidiConnection.connect((await api.browser("k")).ref.ws_url)
+    held: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+
+    def on_request(params: dict[str, Any]) -> None:
+        if params.get("isBlocked") and not held.done():
+            held.set_result(params)
+
+    other.add_listener("network.beforeRequestSent", on_request)
+    await other.subscribe(["network.beforeRequestSent"])
+    pattern = {"type": "pattern", "pathname": "/held"}
+    await other.send(
+        "network.addIntercept", {"phases": ["beforeRequestSent"], "urlPatterns": [pattern]}
+    )
+    replies: list[Any] = []
+
+    async def navigate() -> None:
+        url = sites.url("app.example.test", "/held")
+        replies.append(await api.http.post("/v1/sessions/k/navigate", json={"url": url}))
+
+    async with anyio.create_task_group() as calls:
+        calls.start_soon(navigate)
+        with anyio.fail_after(10):
+            await held
+        await other.close()
+        closed = time.monotonic()
+    took = time.monotonic() - closed
+    assert took < 10, f"the held navigation answered {took:.1f} s after its socket closed"
+    assert replies[0].status_code == 502, replies[0].text
+    assert replies[0].json()["error"]["type"] == "navigation_failed"
+    assert (await api.go("k", sites.url("app.example.test")))["title"]

@@ -19,6 +19,7 @@ import pytest
 import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from conftest import on_mapper
 from fixtures.sites import Sites
 from sitekeep.config import Settings
 from support import Api, ApiFactory
@@ -98,6 +99,12 @@ async def test_no_request_of_the_browser_reaches_the_server_in_any_spelling(
 
 
 @pytest.mark.parametrize("browser", ["chromium"])
+@pytest.mark.skipif(
+    on_mapper(),
+    reason="checks the run's chromedriver and its browser's DevTools port, which the mapper "
+    "engine has neither of (its own port: test_mapper_engine.py "
+    "test_the_mapper_port_is_refused_and_hands_out_no_webdriver)",
+)
 async def test_the_webdriver_endpoint_is_refused_like_the_server(
     make_api: ApiFactory, settings: Settings, sites: Sites
 ) -> None:

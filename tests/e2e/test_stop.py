@@ -24,11 +24,22 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 SITEKEEP = str(Path(sys.executable).parent / "sitekeep")
 
 
+def chromium_state(data_dir: Path) -> dict[str, str]:
+    """The state of the data dir's Chromium engine: its chromedriver's, or on the mapper
+    engine the one browser's Node process's (which names the profile it was given)."""
+    mapper = sorted((data_dir / "mapper").glob("*.json"))
+    state = mapper[0] if mapper else data_dir / "chromedriver.json"
+    found: dict[str, str] = json.loads(state.read_text(encoding="utf-8"))
+    return found
+
+
 def driver_tmps(data_dir: Path) -> list[Path]:
     """The private temporary folders the data dir's drivers were given (their TMPDIR,
     where chromedriver and geckodriver make each browser's profile), from their state."""
-    states = [data_dir / "chromedriver.json", *(data_dir / "geckodriver").glob("*.json")]
-    return [Path(json.loads(state.read_text(encoding="utf-8"))["tmp"]) for state in states]
+    states = [
+        json.loads(s.read_text(encoding="utf-8")) for s in (data_dir / "geckodriver").glob("*.json")
+    ]
+    return [Path(state["tmp"]) for state in (chromium_state(data_dir), *states)]
 
 
 @pytest.mark.parametrize("browser", ["chromium"])  # the test opens one of each itself
@@ -45,8 +56,11 @@ async def test_stop_ends_each_browser_and_leaves_no_profile_behind(
     settings = api.service.settings
     tmps = driver_tmps(settings.data_dir)
     assert len(tmps) == 2, tmps  # the chromedriver's and the Firefox's geckodriver's
-    chromium_profiles = list(tmps[0].glob("org.chromium.Chromium.scoped_dir.*"))
-    assert [p for p in chromium_profiles if (p / "Default").is_dir()], "no profile in TMPDIR"
+    given = chromium_state(settings.data_dir).get("profile")  # the mapper's own profile
+    chromium_profiles = (
+        [Path(given)] if given else list(tmps[0].glob("org.chromium.Chromium.scoped_dir.*"))
+    )
+    assert [p for p in chromium_profiles if (p / "Default").is_dir()], "no Chromium profile"
     env = {**os.environ, "SITEKEEP_DATA_DIR": str(settings.data_dir)}
     env["SITEKEEP_CACHE_DIR"] = str(settings.cache_dir)
     env["SITEKEEP_SESSION_STORE"] = store
@@ -60,6 +74,7 @@ async def test_stop_ends_each_browser_and_leaves_no_profile_behind(
         with pytest.raises(BrowserUnavailable):
             await session_alive(ref.endpoint, ref.session_id)
     assert [tmp for tmp in tmps if tmp.exists()] == [], "a browser profile was left behind"
+    assert not [p for p in chromium_profiles if p.exists()], "a Chromium profile was left behind"
     assert not list((settings.data_dir / "geckodriver").glob("*.profile")), "a profile copy stayed"
     assert (await api.service.record(WHO, "c")).browser is None
 

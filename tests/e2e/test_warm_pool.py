@@ -14,9 +14,7 @@ from fixtures.sites import Sites
 from sitekeep.browser.driver import SessionSpec, create_session, session_alive
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.config import Settings
-from sitekeep.errors import BrowserUnavailable
-from sitekeep.model import BrowserRef
-from support import Api, ApiFactory
+from support import Api, ApiFactory, gone
 
 from .conftest import FIREFOX_PREFS
 
@@ -45,13 +43,6 @@ async def test_an_open_takes_a_warm_browser_of_its_kind_and_the_pool_refills(
     assert (await api.browser("p")).ref.session_id == waiting
     await api.service.browsers.pool_ready()
     assert pooled(api, browser).ref.session_id != waiting
-
-
-async def gone(ref: BrowserRef) -> bool:
-    try:
-        return not await session_alive(ref.endpoint, ref.session_id)
-    except BrowserUnavailable:
-        return True  # its driver went with it (embedded Firefox: one driver per browser)
 
 
 async def _visit(live: LiveBrowser, sites: Sites) -> None:

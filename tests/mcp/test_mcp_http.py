@@ -23,7 +23,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from conftest import HOST_RULES
+from conftest import HOST_RULES, chromium_engine_env
 from fixtures.sites import FORM_PASSWORD, FORM_USER, Sites
 from sitekeep.config import Settings
 from support import call_tool as call
@@ -83,7 +83,7 @@ def served(tmp_path: Path, driver_url: str) -> Iterator[Served]:
     env = {
         **os.environ,
         "SITEKEEP_DATA_DIR": str(data_dir),
-        "SITEKEEP_WEBDRIVER_URL": driver_url,
+        **chromium_engine_env(driver_url),
         "SITEKEEP_BROWSER_ARGS": HOST_RULES,
         "SITEKEEP_WARM_BROWSERS": "0",
     }

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from conftest import HOST_RULES
+from conftest import HOST_RULES, chromium_engine_env
 from fixtures.sites import FORM_PASSWORD, FORM_USER, Sites
 from sitekeep.config import Settings
 from support import call_tool as call
@@ -26,7 +26,7 @@ def mcp_env(data_dir: Path, driver_url: str, **extra: str) -> dict[str, str]:
     """The environment an MCP client config would give ``sitekeep mcp``."""
     return {
         "SITEKEEP_DATA_DIR": str(data_dir),
-        "SITEKEEP_WEBDRIVER_URL": driver_url,
+        **chromium_engine_env(driver_url),
         "SITEKEEP_BROWSER_ARGS": HOST_RULES,
         "SITEKEEP_WARM_BROWSERS": "0",
         **extra,

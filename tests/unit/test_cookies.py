@@ -307,6 +307,20 @@ def test_a_chromium_default_is_checked_as_the_lax_it_stores() -> None:
     assert as_stored(written, 0, "firefox") != as_stored(cookie(same_site="lax"), 0)
 
 
+def test_a_partitioned_cookie_stored_without_its_partition_is_not_as_saved() -> None:
+    """A CHIPS cookie written back unpartitioned (the mapper engine's chromium-bidi 17.0.2
+    drops ``goog:partitionKey`` on ``storage.setCookie``) would be sent on every site: the
+    restore's check must see it as changed, and one in another partition too."""
+    site = {"topLevelSite": "http://example.test", "hasCrossSiteAncestor": True}
+    saved = cookie(secure=True, same_site="none", partition_key=site)
+    assert as_stored(saved, 0, "chromium") == as_stored(
+        cookie(secure=True, same_site="none", partition_key=dict(reversed(site.items()))), 0
+    )
+    for stored in (None, {**site, "hasCrossSiteAncestor": False}):
+        got = cookie(secure=True, same_site="none", partition_key=stored)
+        assert as_stored(saved, 0, "chromium") != as_stored(got, 0)
+
+
 def test_a_spare_response_never_sets_an_unspecified_same_site_in_chromium() -> None:
     header = to_set_cookie(cookie(value="v"), "chromium")
     assert header is not None and header.endswith("SameSite=Lax")

@@ -28,7 +28,9 @@ leads the group, and the profile folder, removed when the browser ends).
 from __future__ import annotations
 
 import json
+import logging
 import os
+import shlex
 import shutil
 import tempfile
 import time
@@ -49,6 +51,8 @@ from sitekeep.model import BrowserRef
 
 __all__ = ["MAPPER_DIR", "LocalMapper", "chromium_argv", "proxy_flags"]
 
+log = logging.getLogger(__name__)
+
 MAPPER_DIR = Path(__file__).with_name("mapper_node")
 """The Node side: ``server.mjs``, its ``package.json`` and (after set-up) ``node_modules``."""
 
@@ -65,6 +69,12 @@ AUTOMATION_ARGS = (
 )
 """What chromedriver adds to every Chromium it starts, that sitekeep's flags do not
 already say (no logging flags: nobody reads them here), plus the CDP pipe."""
+
+
+UNHANDLED_PROMPT_BEHAVIOR = "dismiss and notify"
+"""What chromedriver's sessions run with when not asked otherwise (W3C WebDriver §User
+prompts' default): alert, confirm and prompt dismissed, ``beforeunload`` accepted — said
+here rather than left to chromium-bidi's own default, so both engines answer a page alike."""
 
 
 def proxy_flags(capability: Mapping[str, Any] | None) -> list[str]:
@@ -147,9 +157,11 @@ class LocalMapper(PerBrowserServers):
         port = _free_port()
         profile = Path(tempfile.mkdtemp(prefix=f"{port}.", suffix=".profile", dir=self._dir))
         session = uuid.uuid4().hex
+        command = chromium_argv(chromium, profile, args, proxy)
         config = {
-            "argv": chromium_argv(chromium, profile, args, proxy),
+            "argv": command,
             "acceptInsecureCerts": insecure,
+            "unhandledPromptBehavior": UNHANDLED_PROMPT_BEHAVIOR,
         }
         url = f"http://127.0.0.1:{port}"
         argv = [
@@ -166,6 +178,9 @@ class LocalMapper(PerBrowserServers):
             shutil.rmtree(profile, ignore_errors=True)
             shutil.rmtree(private, ignore_errors=True)
             raise
+        # What chromedriver's New Session logs through Selenium (its capabilities): the
+        # command line, which holds no credential (a proxy's are answered over BiDi).
+        log.debug("mapper engine: Chromium on port %d: %s", port, shlex.join(command))
         state = {"pid": pid, "profile": str(profile), "session": session, "tmp": str(private)}
         self._state(url).write_text(json.dumps(state), encoding="utf-8")
         return BrowserRef(

@@ -6,14 +6,16 @@
 // Puppeteer's BidiOverCdp does — instead of in a hidden tab driven by chromedriver.
 // It serves, on 127.0.0.1:<port>:
 //   ws  /session/<id>           W3C WebDriver BiDi; each socket is its own goog:channel
-//                                (its subscriptions and intercepts end with it)
+//                                (its subscriptions and intercepts end with it, and a
+//                                request only its intercepts held is failed)
 //   GET /status                  {value: {ready}}
 //   GET /session/<id>/window     200 while the browser runs, else 404 invalid session id
 //   DELETE /session/<id>         closes the browser, then this process exits
 // Every other WebDriver classic command answers 404 unknown command.
 //
 // Usage: node server.mjs --port=<port> --session=<id> --config=<json>
-//   config: {"argv": [chromium, ...flags], "acceptInsecureCerts": bool}
+//   config: {"argv": [chromium, ...flags], "acceptInsecureCerts": bool,
+//            "unhandledPromptBehavior": W3C WebDriver's capability value}
 
 import http from 'node:http';
 import {spawn} from 'node:child_process';
@@ -21,6 +23,16 @@ import {WebSocketServer} from 'ws';
 import {BidiServer} from 'chromium-bidi/out/Default/gen/src/bidiMapper/BidiMapper.js';
 import {MapperCdpConnection} from 'chromium-bidi/out/Default/gen/src/cdp/CdpConnection.js';
 import {BidiParser} from 'chromium-bidi/out/Default/gen/src/bidiTab/BidiParser.js';
+import {NetworkRequest} from 'chromium-bidi/out/Default/gen/src/bidiMapper/modules/network/NetworkRequest.js';
+
+// chromium-bidi fires many CDP commands without awaiting them (`void this.#continueRequest()`);
+// one that fails because its target is going away (a tab closing, a request it paused) rejects
+// with no handler. In chromedriver the mapper runs in a tab, where that is a console message;
+// in Node (>= 15) it ended this process, and the browser with it, mid-session. Ignored here the
+// same way, with one line on stderr (never the error's text: it can hold a URL).
+process.on('unhandledRejection', (error) => {
+  process.stderr.write(`mapper: ignored an unhandled rejection (${error?.name ?? typeof error})\n`);
+});
 
 const args = Object.fromEntries(
   process.argv.slice(2).map((a) => {
@@ -32,6 +44,29 @@ const port = Number(args.port);
 const sessionId = args.session;
 const config = JSON.parse(args.config);
 const INTERNAL = 'sitekeep:internal';
+
+// -- chromium-bidi 17.0.2 workaround: a challenge that comes again while its answer is in flight.
+// NetworkRequest.continueWithAuth awaits CDP Fetch.continueWithAuth, then marks the request
+// unblocked. Over a pipe the retry's Fetch.authRequired (wrong credentials: the proxy asks
+// again) can arrive before that reply, so the new block was marked unblocked at once: its
+// network.authRequired event went out, its answer got "no such request", and the request — and
+// every later request through that proxy, which Chromium holds behind the open challenge —
+// waited for ever. A challenge arriving while an answer is in flight is taken after it.
+const answering = new WeakMap(); // NetworkRequest -> its continueWithAuth in flight
+const continueWithAuth = NetworkRequest.prototype.continueWithAuth;
+NetworkRequest.prototype.continueWithAuth = function (...params) {
+  const done = continueWithAuth.apply(this, params);
+  const settled = done.catch(() => {});
+  answering.set(this, settled);
+  void settled.then(() => answering.get(this) === settled && answering.delete(this));
+  return done;
+};
+const onAuthRequired = NetworkRequest.prototype.onAuthRequired;
+NetworkRequest.prototype.onAuthRequired = function (event) {
+  const inFlight = answering.get(this);
+  if (inFlight === undefined) return onAuthRequired.call(this, event);
+  void inFlight.then(() => onAuthRequired.call(this, event));
+};
 
 // -- Chromium over a CDP pipe (fd 3: its input, fd 4: its output; NUL-separated JSON) --
 
@@ -83,7 +118,10 @@ class PipeTransport {
 
 // -- BiDi sockets as goog:channels of one mapper ----------------------------------------
 
-const sockets = new Map(); // channel -> {ws, pending: Map<id, method>, subscriptions, intercepts}
+const sockets = new Map(); // channel -> {ws, pending: Map<id, method>, subscriptions, intercepts, held}
+const BLOCKING = new Set(['network.beforeRequestSent', 'network.responseStarted', 'network.authRequired']);
+const ANSWERS = new Set(['network.continueRequest', 'network.continueResponse',
+  'network.continueWithAuth', 'network.failRequest', 'network.provideResponse']);
 const internal = new Map(); // id -> resolve
 let nextInternal = 1;
 let nextChannel = 1;
@@ -113,11 +151,19 @@ const bidiTransport = {
     const socket = sockets.get(channel);
     if (socket === undefined) return;
     if (message.type === 'success' && socket.pending.has(message.id)) {
-      const method = socket.pending.get(message.id);
+      const [method, request] = socket.pending.get(message.id);
       if (method === 'session.subscribe' && message.result?.subscription) {
         socket.subscriptions.push(message.result.subscription);
       } else if (method === 'network.addIntercept' && message.result?.intercept) {
         socket.intercepts.push(message.result.intercept);
+      } else if (ANSWERS.has(method)) {
+        socket.held.delete(request);
+      }
+    }
+    if (message.type === 'event' && BLOCKING.has(message.method) && message.params?.isBlocked) {
+      const request = message.params.request?.request;
+      if (request !== undefined) {
+        socket.held.set(request, {phase: message.method, intercepts: message.params.intercepts ?? []});
       }
     }
     if (message.id !== undefined) socket.pending.delete(message.id);
@@ -138,7 +184,10 @@ const cdp = new MapperCdpConnection(new PipeTransport(chrome.stdio[3], chrome.st
 const browserClient = await cdp.createBrowserSession();
 await BidiServer.createAndStart(bidiTransport, cdp, browserClient, '', new BidiParser());
 const created = await command('session.new', {
-  capabilities: {alwaysMatch: {acceptInsecureCerts: Boolean(config.acceptInsecureCerts)}},
+  capabilities: {alwaysMatch: {
+    acceptInsecureCerts: Boolean(config.acceptInsecureCerts),
+    unhandledPromptBehavior: config.unhandledPromptBehavior,
+  }},
 });
 if (created.type !== 'success') {
   process.stderr.write(`session.new failed: ${JSON.stringify(created)}\n`);
@@ -194,7 +243,8 @@ server.on('upgrade', (req, socket, head) => {
 
 function connected(ws) {
   const channel = `sitekeep:${nextChannel++}`;
-  const state = {ws, pending: new Map(), subscriptions: [], intercepts: []};
+  // held: requests this socket was told are blocked and has not answered yet
+  const state = {ws, pending: new Map(), subscriptions: [], intercepts: [], held: new Map()};
   sockets.set(channel, state);
   ws.on('message', (data) => {
     let message;
@@ -210,8 +260,9 @@ function connected(ws) {
         message: 'not a JSON object'}));
       return;
     }
-    if (message.method === 'session.subscribe' || message.method === 'network.addIntercept') {
-      state.pending.set(message.id, message.method);
+    const method = message.method;
+    if (method === 'session.subscribe' || method === 'network.addIntercept' || ANSWERS.has(method)) {
+      state.pending.set(message.id, [method, message.params?.request]);
     }
     message['goog:channel'] = channel;
     bidiTransport.onMessage(message);
@@ -224,6 +275,18 @@ function connected(ws) {
     }
     for (const intercept of state.intercepts) {
       void command('network.removeIntercept', {intercept});
+    }
+    // removeIntercept does not release a request it already holds: one that only this
+    // socket's intercepts held would wait forever, and its tab with it. Failed, not
+    // continued: nobody allowed it (chromedriver leaves it blocked).
+    const live = new Set([...sockets.values()].flatMap((s) => s.intercepts));
+    for (const [request, {phase, intercepts}] of state.held) {
+      if (intercepts.some((i) => live.has(i))) continue; // another socket answers it
+      if (phase === 'network.authRequired') {
+        void command('network.continueWithAuth', {request, action: 'cancel'});
+      } else {
+        void command('network.failRequest', {request});
+      }
     }
   });
   ws.on('error', () => {});
