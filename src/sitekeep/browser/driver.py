@@ -265,9 +265,12 @@ def _ready(url: str) -> bool:
         return False
 
 
-def _spawn_detached(argv: list[str], env: Mapping[str, str] | None = None) -> int:
+def _spawn_detached(
+    argv: list[str], env: Mapping[str, str] | None = None, fds: Mapping[int, int] | None = None
+) -> int:
     """Start ``argv`` in a new session (its own process group), stdio on /dev/null, with
-    this process's environment less every ``SITEKEEP_*`` variable, plus ``env``.
+    this process's environment less every ``SITEKEEP_*`` variable, plus ``env``; ``fds``
+    maps a descriptor number in the child to one of ours it gets (a listening socket).
 
     Not ``SITEKEEP_*``: they hold the master key, the scrape token, database and Redis
     URLs with their passwords, an agent's bearer token — none of a driver's business, and
@@ -280,6 +283,7 @@ def _spawn_detached(argv: list[str], env: Mapping[str, str] | None = None) -> in
     devnull = os.open(os.devnull, os.O_RDWR)
     try:
         actions = [(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)]
+        actions += [(os.POSIX_SPAWN_DUP2, ours, child) for child, ours in (fds or {}).items()]
         kept = {k: v for k, v in os.environ.items() if not k.startswith("SITEKEEP_")}
         environ = {**kept, **(env or {})}
         return os.posix_spawn(argv[0], argv, environ, file_actions=actions, setsid=True)
@@ -288,15 +292,19 @@ def _spawn_detached(argv: list[str], env: Mapping[str, str] | None = None) -> in
 
 
 def _launch_driver(
-    argv: list[str], url: str, timeout: float, env: Mapping[str, str] | None = None
+    argv: list[str],
+    url: str,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    fds: Mapping[int, int] | None = None,
 ) -> int:
-    """Start a WebDriver server detached (its environment plus ``env``) and wait
-    (``timeout`` s) until ``url`` is ready.
+    """Start a WebDriver server detached (its environment plus ``env``, descriptors
+    ``fds`` as :func:`_spawn_detached`) and wait (``timeout`` s) until ``url`` is ready.
 
     Raises:
         BrowserUnavailable: it exited or did not become ready in time.
     """
-    pid = _spawn_detached(argv, env)
+    pid = _spawn_detached(argv, env, fds)
     deadline = time.monotonic() + timeout
     while not _ready(url):
         if _exited(pid) or time.monotonic() > deadline:
