@@ -541,13 +541,23 @@ class PerBrowserServers:
         running (:func:`stop_recorded`)."""
         return stop_recorded(self._state(endpoint), endpoint, session_id)
 
+    def forget_dead(self, endpoint: str, session_id: str) -> None:
+        """Remove the state file and the profile of the server at ``endpoint`` running
+        ``session_id`` once its process is gone (a crash, the OOM killer): the profile
+        holds the dead browser's cookies and storage, and nothing else would remove it
+        before this data dir's next shutdown. A server still running is left alone
+        (busy is not dead)."""
+        stop_recorded(self._state(endpoint), endpoint, session_id, only_dead=True)
+
     def stop_all(self) -> int:
         """End every server of this kind this data dir started, and their browsers; how
         many ran."""
         return stop_all_recorded(self._dir)
 
 
-def stop_recorded(state: Path, endpoint: str, session_id: str | None = None) -> bool:
+def stop_recorded(
+    state: Path, endpoint: str, session_id: str | None = None, *, only_dead: bool = False
+) -> bool:
     """End the per-browser server at ``endpoint`` whose ``state`` file (JSON ``{pid,
     profile, session}``) this data dir keeps: its process group (it and its browser),
     then, once no process of the group is left, the browser's profile folder and the
@@ -557,7 +567,8 @@ def stop_recorded(state: Path, endpoint: str, session_id: str | None = None) -> 
     another (``""``: one still starting), the server at that port now runs another
     browser — the one asked for is gone and its port was given again (a crashed driver,
     a machine restarted) — and nothing is done: a stale ref (a dead process's warm pool,
-    the reaper's run, a session's record) never ends another tenant's browser."""
+    the reaper's run, a session's record) never ends another tenant's browser.
+    ``only_dead``: nothing is done while the server still runs either."""
     try:
         data = json.loads(state.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -568,6 +579,8 @@ def stop_recorded(state: Path, endpoint: str, session_id: str | None = None) -> 
         return False
     pid = data.get("pid")
     running = False
+    if only_dead and isinstance(pid, int) and _is_driver(pid, endpoint):
+        return False
     if isinstance(pid, int):
         if _is_driver(pid, endpoint):
             running = True
