@@ -9,11 +9,14 @@ What launch hands Node (environment, bound socket, file modes) without a browser
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
 import signal
 import socket
 import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -162,3 +165,51 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0] != "Z"
+
+
+async def test_a_process_that_takes_a_dead_mappers_port_is_sent_nothing(
+    api: Api, settings: Settings
+) -> None:
+    """Node crashed; another local process listens on its port at once and answers like
+    a mapper (status ready, window 200). The next call must not send it a request — the
+    session id, then every cookie of the restore — but open a new browser."""
+    await api.open(key="k", url="about:blank")
+    ref = (await api.browser("k")).ref
+    pid = int(json.loads(_state(settings.data_dir / "mapper", ref).read_text("utf-8"))["pid"])
+    os.kill(pid, signal.SIGKILL)
+    with anyio.fail_after(10):
+        while _group_running(pid):
+            await anyio.sleep(0.05)
+    with _squatter(int(ref.endpoint.rsplit(":", 1)[1])) as heard:
+        assert (await api.go("k", "about:blank")) is not None
+        assert (await api.browser("k")).ref.endpoint != ref.endpoint
+    assert heard == [], "a request went to whoever took the dead mapper's port"
+
+
+@contextlib.contextmanager
+def _squatter(port: int) -> Iterator[list[str]]:
+    """An HTTP server on 127.0.0.1:``port`` that answers every GET 200 ready, and lists
+    the paths it was asked."""
+    heard: list[str] = []
+
+    class Mimic(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            heard.append(self.path)
+            body = b'{"value": {"ready": true}}'
+            self.send_response(200)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Mimic)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield heard
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

@@ -541,6 +541,20 @@ class PerBrowserServers:
         running (:func:`stop_recorded`)."""
         return stop_recorded(self._state(endpoint), endpoint, session_id)
 
+    def running(self, endpoint: str, session_id: str) -> bool:
+        """Whether the server this data dir started at ``endpoint`` still runs, for
+        ``session_id``. Asked before a word is sent to its port: once the server died,
+        any local process may listen there and answer like it — and would be sent the
+        cookies of the next restore."""
+        try:
+            data = json.loads(self._state(endpoint).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        if not isinstance(data, dict) or data.get("session") != session_id:
+            return False
+        pid = data.get("pid")
+        return isinstance(pid, int) and _is_driver(pid, endpoint)
+
     def forget_dead(self, endpoint: str, session_id: str) -> None:
         """Remove the state file and the profile of the server at ``endpoint`` running
         ``session_id`` once its process is gone (a crash, the OOM killer): the profile

@@ -252,6 +252,11 @@ class BrowserManager:
             self._live.pop(ref.generation, None)
             return None
         self._live.pop(ref.generation, None)
+        if self._mapper.owns(ref.endpoint) and not await anyio.to_thread.run_sync(
+            self._mapper.running, ref.endpoint, ref.session_id
+        ):  # its port may be anyone's now: not one request to it (driver.PerBrowserServers)
+            await self._forget_dead(ref)
+            return None
         try:
             if not await session_alive(ref.endpoint, ref.session_id):
                 await self._forget_dead(ref)

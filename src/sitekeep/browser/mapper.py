@@ -116,6 +116,9 @@ def _listening() -> socket.socket:
     on (its fd 3): bound before the process starts, so no other local process can take
     the port in between and be taken for the mapper (server.mjs's header)."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # As libuv binds (Node did before): the connections it accepts inherit the option,
+    # so a crashed Node's half-closed ones do not hold the port for a minute.
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         listener.bind(("127.0.0.1", 0))
         listener.listen(128)
