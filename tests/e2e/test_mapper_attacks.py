@@ -106,6 +106,9 @@ async def test_other_local_users_find_the_session_id_in_no_command_line_and_no_f
     cmdlines = _group_cmdlines(pid)
     assert b"--remote-debugging-pipe" in cmdlines  # Chromium's own command line is in
     assert ref.session_id.encode() not in cmdlines
+    (chromium,) = browser_pids(ref.endpoint, "node")
+    environ = Path(f"/proc/{chromium}/environ").read_bytes()  # Chromium's own: not inherited
+    assert b"BIDI_MAPPER_CONFIG" not in environ and ref.session_id.encode() not in environ
     modes = {
         p.name: stat.S_IMODE(p.stat().st_mode) for p in (folder, state, Path(recorded["profile"]))
     }
