@@ -218,3 +218,64 @@ def test_a_driver_and_its_browsers_get_no_sitekeep_setting(
     seen = out.read_text(encoding="utf-8")
     assert "dummy-master-key-value" not in seen and "SITEKEEP_" not in seen
     assert "MOZ_EXAMPLE" in seen and "PATH" in seen
+
+
+def test_a_chromedriver_keeps_its_browsers_profiles_in_a_private_tmp_removed_with_it(
+    tmp_path: Path,
+) -> None:
+    """chromedriver makes each browser's profile in ``TMPDIR`` and sometimes leaves it
+    (the CI run where ``sitekeep stop`` left ``org.chromium.Chromium.scoped_dir.*``): its
+    TMPDIR is a private folder, gone when it stops — and when it died, with the next start."""
+    local = driver.LocalChromedriver(tmp_path, Path("/usr/bin/chromedriver"))
+    local.ensure()
+    state = json.loads((tmp_path / "chromedriver.json").read_text(encoding="utf-8"))
+    first = Path(state["tmp"])
+    environ = Path(f"/proc/{state['pid']}/environ").read_bytes().split(b"\0")
+    assert f"TMPDIR={first}".encode() in environ
+    assert first.is_dir() and oct(first.stat().st_mode & 0o777) == "0o700"
+    (first / "org.chromium.Chromium.scoped_dir.example").mkdir()  # a profile left behind
+
+    os.killpg(state["pid"], 9)  # the driver dies with its browsers
+    os.waitpid(state["pid"], 0)
+    local.ensure()
+    second = Path(json.loads((tmp_path / "chromedriver.json").read_text("utf-8"))["tmp"])
+    assert not first.exists() and second.is_dir() and second != first
+    local.stop()
+    assert not second.exists()
+
+
+@pytest.mark.parametrize(
+    "recorded", ["{root}/outside", "{tmp}/not-ours", "{tmp}/../sitekeep-driver-x"]
+)
+def test_a_state_file_naming_any_other_folder_removes_nothing(
+    tmp_path: Path, recorded: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A state file is data: only a folder :func:`driver.driver_tmp` could have made is
+    ever removed — a tampered file naming a folder outside the temp dir, one inside it
+    not named so, or a path climbing out of it removes nothing. Every folder here lies in
+    ``tmp_path``: a test of a guard never names a real system folder (this one named
+    ``/etc`` once, and broken on purpose it removed the machine's ``/etc``)."""
+    system = tmp_path / "system"
+    system.mkdir()
+    monkeypatch.setattr(driver.tempfile, "tempdir", str(system))
+    victims = [tmp_path / "outside", system / "not-ours", tmp_path / "sitekeep-driver-x"]
+    for victim in victims:
+        victim.mkdir()
+        (victim / "kept").write_text("dummy", encoding="utf-8")
+    state = tmp_path / "1.json"
+    path = recorded.format(root=tmp_path, tmp=system)
+    state.write_text(json.dumps({"pid": 2**22 + 7, "tmp": path}), encoding="utf-8")
+    driver.stop_recorded(state, "http://127.0.0.1:1")
+    assert all((victim / "kept").is_file() for victim in victims)
+
+
+def test_a_folder_driver_tmp_made_is_removed_from_a_state_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guard's other side: a folder :func:`driver.driver_tmp` made goes with its state."""
+    monkeypatch.setattr(driver.tempfile, "tempdir", str(tmp_path))
+    made = driver.driver_tmp()
+    state = tmp_path / "1.json"
+    state.write_text(json.dumps({"pid": 2**22 + 7, "tmp": str(made)}), encoding="utf-8")
+    driver.stop_recorded(state, "http://127.0.0.1:1")
+    assert made.parent == tmp_path and not made.exists() and not state.exists()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import stat
 from collections.abc import Iterator, Mapping
@@ -41,15 +42,19 @@ def launched(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Launch
     (installed / "node_modules" / "chromium-bidi").mkdir(parents=True)
     monkeypatch.setattr(mapper, "MAPPER_DIR", installed)
 
-    def record(argv: list[str], url: str, _: float, env: Env, fds: Fds) -> int:
+    def record(argv: list[str], url: str, _: float, env: Env, tmp: Path, fds: Fds) -> int:
         seen.argv, seen.env = argv, dict(env)
+        made.append(tmp)
         with socket.socket(fileno=os.dup(fds[3])) as child:
             seen.fd3 = (child.family, child.type, child.getsockname())
             assert url == f"http://127.0.0.1:{child.getsockname()[1]}"
         return 4242
 
+    made: list[Path] = []
     monkeypatch.setattr(mapper, "_launch_driver", record)
     yield seen
+    for folder in made:  # the driver's private TMPDIR, made in the real temp dir
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _launch(data_dir: Path) -> Any:

@@ -21,6 +21,7 @@ import os
 import shutil
 import signal
 import socket
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -291,20 +292,36 @@ def _spawn_detached(
         os.close(devnull)
 
 
+def driver_tmp() -> Path:
+    """A new private temporary folder (mode 0700, unpredictable name, short path in the
+    system temp dir) for one driver and its browsers: their ``TMPDIR``.
+
+    Why: chromedriver makes each browser's profile (``org.chromium.Chromium.scoped_dir.*``)
+    and geckodriver its ``rust_mozprofile*`` in ``TMPDIR``, and remove them only when a
+    session ends cleanly — chromedriver sometimes fails to while the browser's helpers
+    still write, and a killed group never does — leaving profiles, site data in them,
+    behind. In a folder of its own, removed once the group is gone, nothing is left. Short
+    because Chromium puts its singleton socket there (a Unix socket path: ≤ 107 bytes)."""
+    return Path(tempfile.mkdtemp(prefix="sitekeep-driver-"))
+
+
 def _launch_driver(
     argv: list[str],
     url: str,
     timeout: float,
     env: Mapping[str, str] | None = None,
+    tmp: Path | None = None,
     fds: Mapping[int, int] | None = None,
 ) -> int:
-    """Start a WebDriver server detached (its environment plus ``env``, descriptors
-    ``fds`` as :func:`_spawn_detached`) and wait (``timeout`` s) until ``url`` is ready.
+    """Start a WebDriver server detached (its environment plus ``env``; ``TMPDIR`` set to
+    ``tmp`` when given; descriptors ``fds`` as :func:`_spawn_detached`) and wait
+    (``timeout`` s) until ``url`` is ready.
 
     Raises:
         BrowserUnavailable: it exited or did not become ready in time.
     """
-    pid = _spawn_detached(argv, env, fds)
+    extra = {**(env or {}), **({"TMPDIR": str(tmp)} if tmp is not None else {})}
+    pid = _spawn_detached(argv, extra, fds)
     deadline = time.monotonic() + timeout
     while not _ready(url):
         if _exited(pid) or time.monotonic() > deadline:
@@ -313,6 +330,16 @@ def _launch_driver(
             raise BrowserUnavailable(f"{Path(argv[0]).name} did not become ready")
         time.sleep(0.05)
     return pid
+
+
+def _remove_tmp(recorded: object) -> None:
+    """Remove a driver's private temporary folder named in its state (``tmp``) — only one
+    :func:`driver_tmp` made (a state file is data, never a path to trust blindly)."""
+    if not isinstance(recorded, str):
+        return
+    tmp = Path(recorded)
+    if tmp.parent == Path(tempfile.gettempdir()) and tmp.name.startswith("sitekeep-driver-"):
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _end_group(pid: int, grace: float = DRIVER_STOP_GRACE) -> None:
@@ -439,6 +466,8 @@ class LocalChromedriver:
             current = self._read_state()
             if current is not None and _ready(current[1]):
                 return current[1]
+            if current is not None and not _group_running(current[0]):
+                self._remove_recorded_tmp()  # a dead driver's, its browsers gone too
             return self._start(timeout)
 
     def _read_state(self) -> tuple[int, str] | None:
@@ -456,10 +485,16 @@ class LocalChromedriver:
             )
         port = _free_port()
         url = f"http://127.0.0.1:{port}"
-        pid = _launch_driver([str(self._exe), f"--port={port}"], url, timeout)
-        tmp = self._state.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"pid": pid, "port": port}), encoding="utf-8")
-        tmp.replace(self._state)
+        private = driver_tmp()
+        try:
+            pid = _launch_driver([str(self._exe), f"--port={port}"], url, timeout, tmp=private)
+        except BrowserUnavailable:
+            shutil.rmtree(private, ignore_errors=True)
+            raise
+        state = {"pid": pid, "port": port, "tmp": str(private)}
+        written = self._state.with_suffix(".tmp")
+        written.write_text(json.dumps(state), encoding="utf-8")
+        written.replace(self._state)
         return url
 
     def stop(self) -> bool:
@@ -474,9 +509,20 @@ class LocalChromedriver:
         running = _is_driver(*current)
         if running:
             _end_group(current[0])
+        _wait_group_gone(current[0], 10.0)  # a browser still writing its profile
+        if not _group_running(current[0]):
+            self._remove_recorded_tmp()
         with contextlib.suppress(FileNotFoundError):
             self._state.unlink()
         return running
+
+    def _remove_recorded_tmp(self) -> None:
+        try:
+            state = json.loads(self._state.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        if isinstance(state, dict):
+            _remove_tmp(state.get("tmp"))
 
 
 def find_geckodriver() -> Path | None:
@@ -603,6 +649,7 @@ def stop_recorded(
     profile = data.get("profile")
     if isinstance(profile, str):
         shutil.rmtree(profile, ignore_errors=True)
+    _remove_tmp(data.get("tmp"))
     with contextlib.suppress(FileNotFoundError):
         state.unlink()
     return running
@@ -679,10 +726,16 @@ class LocalGeckodriver(PerBrowserServers):
         port, remote = _free_port(), _free_port()
         argv = [str(self._exe), "--host=127.0.0.1", f"--port={port}", f"--websocket-port={remote}"]
         url = f"http://127.0.0.1:{port}"
-        pid = _launch_driver(argv, url, timeout, FIREFOX_ENV)
+        private = driver_tmp()
+        try:
+            pid = _launch_driver(argv, url, timeout, FIREFOX_ENV, tmp=private)
+        except BrowserUnavailable:
+            shutil.rmtree(private, ignore_errors=True)
+            raise
         self._dir.mkdir(parents=True, exist_ok=True)
         # A fresh file: one left by a dead driver of this port names its profile, session.
-        self._state(url).write_text(json.dumps({"pid": pid, "session": ""}), encoding="utf-8")
+        state = {"pid": pid, "session": "", "tmp": str(private)}
+        self._state(url).write_text(json.dumps(state), encoding="utf-8")
         return url
 
     def record_session(self, endpoint: str, session_id: str) -> None:

@@ -49,6 +49,7 @@ from sitekeep.browser.driver import (
     CHROMIUM_ARGS,
     PerBrowserServers,
     _launch_driver,
+    driver_tmp,
 )
 from sitekeep.errors import BrowserUnavailable
 from sitekeep.model import BrowserRef
@@ -194,14 +195,17 @@ class LocalMapper(PerBrowserServers):
             url = f"http://127.0.0.1:{port}"
             argv = [self._node, str(server), f"--port={port}"]
             env = {"BIDI_MAPPER_CONFIG": json.dumps(config)}
+            private = driver_tmp()
             try:
-                pid = _launch_driver(argv, url, timeout, env, fds={3: listener.fileno()})
+                pid = _launch_driver(
+                    argv, url, timeout, env, tmp=private, fds={3: listener.fileno()}
+                )
             except BrowserUnavailable:
                 shutil.rmtree(profile, ignore_errors=True)
+                shutil.rmtree(private, ignore_errors=True)
                 raise
-        _write_private(
-            self._state(url), json.dumps({"pid": pid, "profile": str(profile), "session": session})
-        )
+        state = {"pid": pid, "profile": str(profile), "session": session, "tmp": str(private)}
+        _write_private(self._state(url), json.dumps(state))
         return BrowserRef(
             kind="chromium",
             endpoint=url,
