@@ -266,9 +266,12 @@ def _ready(url: str) -> bool:
         return False
 
 
-def _spawn_detached(argv: list[str], env: Mapping[str, str] | None = None) -> int:
+def _spawn_detached(
+    argv: list[str], env: Mapping[str, str] | None = None, fds: Mapping[int, int] | None = None
+) -> int:
     """Start ``argv`` in a new session (its own process group), stdio on /dev/null, with
-    this process's environment less every ``SITEKEEP_*`` variable, plus ``env``.
+    this process's environment less every ``SITEKEEP_*`` variable, plus ``env``; ``fds``
+    maps a descriptor number in the child to one of ours it gets (a listening socket).
 
     Not ``SITEKEEP_*``: they hold the master key, the scrape token, database and Redis
     URLs with their passwords, an agent's bearer token — none of a driver's business, and
@@ -281,6 +284,7 @@ def _spawn_detached(argv: list[str], env: Mapping[str, str] | None = None) -> in
     devnull = os.open(os.devnull, os.O_RDWR)
     try:
         actions = [(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)]
+        actions += [(os.POSIX_SPAWN_DUP2, ours, child) for child, ours in (fds or {}).items()]
         kept = {k: v for k, v in os.environ.items() if not k.startswith("SITEKEEP_")}
         environ = {**kept, **(env or {})}
         return os.posix_spawn(argv[0], argv, environ, file_actions=actions, setsid=True)
@@ -307,15 +311,17 @@ def _launch_driver(
     timeout: float,
     env: Mapping[str, str] | None = None,
     tmp: Path | None = None,
+    fds: Mapping[int, int] | None = None,
 ) -> int:
     """Start a WebDriver server detached (its environment plus ``env``; ``TMPDIR`` set to
-    ``tmp`` when given) and wait (``timeout`` s) until ``url`` is ready.
+    ``tmp`` when given; descriptors ``fds`` as :func:`_spawn_detached`) and wait
+    (``timeout`` s) until ``url`` is ready.
 
     Raises:
         BrowserUnavailable: it exited or did not become ready in time.
     """
     extra = {**(env or {}), **({"TMPDIR": str(tmp)} if tmp is not None else {})}
-    pid = _spawn_detached(argv, extra)
+    pid = _spawn_detached(argv, extra, fds)
     deadline = time.monotonic() + timeout
     while not _ready(url):
         if _exited(pid) or time.monotonic() > deadline:
@@ -629,13 +635,37 @@ class PerBrowserServers:
         running (:func:`stop_recorded`)."""
         return stop_recorded(self._state(endpoint), endpoint, session_id)
 
+    def running(self, endpoint: str, session_id: str) -> bool:
+        """Whether the server this data dir started at ``endpoint`` still runs, for
+        ``session_id``. Asked before a word is sent to its port: once the server died,
+        any local process may listen there and answer like it — and would be sent the
+        cookies of the next restore."""
+        try:
+            data = json.loads(self._state(endpoint).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        if not isinstance(data, dict) or data.get("session") != session_id:
+            return False
+        pid = data.get("pid")
+        return isinstance(pid, int) and _is_driver(pid, endpoint)
+
+    def forget_dead(self, endpoint: str, session_id: str) -> None:
+        """Remove the state file and the profile of the server at ``endpoint`` running
+        ``session_id`` once its process is gone (a crash, the OOM killer): the profile
+        holds the dead browser's cookies and storage, and nothing else would remove it
+        before this data dir's next shutdown. A server still running is left alone
+        (busy is not dead)."""
+        stop_recorded(self._state(endpoint), endpoint, session_id, only_dead=True)
+
     def stop_all(self) -> int:
         """End every server of this kind this data dir started, and their browsers; how
         many ran."""
         return stop_all_recorded(self._dir)
 
 
-def stop_recorded(state: Path, endpoint: str, session_id: str | None = None) -> bool:
+def stop_recorded(
+    state: Path, endpoint: str, session_id: str | None = None, *, only_dead: bool = False
+) -> bool:
     """End the per-browser server at ``endpoint`` whose ``state`` file (JSON ``{pid,
     profile, session}``) this data dir keeps: its process group (it and its browser),
     then, once no process of the group is left, the browser's profile folder and the
@@ -645,7 +675,8 @@ def stop_recorded(state: Path, endpoint: str, session_id: str | None = None) -> 
     another (``""``: one still starting), the server at that port now runs another
     browser — the one asked for is gone and its port was given again (a crashed driver,
     a machine restarted) — and nothing is done: a stale ref (a dead process's warm pool,
-    the reaper's run, a session's record) never ends another tenant's browser."""
+    the reaper's run, a session's record) never ends another tenant's browser.
+    ``only_dead``: nothing is done while the server still runs either."""
     try:
         data = json.loads(state.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -656,6 +687,8 @@ def stop_recorded(state: Path, endpoint: str, session_id: str | None = None) -> 
         return False
     pid = data.get("pid")
     running = False
+    if only_dead and isinstance(pid, int) and _is_driver(pid, endpoint):
+        return False
     if isinstance(pid, int):
         if _is_driver(pid, endpoint):
             running = True

@@ -252,8 +252,14 @@ class BrowserManager:
             self._live.pop(ref.generation, None)
             return None
         self._live.pop(ref.generation, None)
+        if self._mapper.owns(ref.endpoint) and not await anyio.to_thread.run_sync(
+            self._mapper.running, ref.endpoint, ref.session_id
+        ):  # its port may be anyone's now: not one request to it (driver.PerBrowserServers)
+            await self._forget_dead(ref)
+            return None
         try:
             if not await session_alive(ref.endpoint, ref.session_id):
+                await self._forget_dead(ref)
                 return None
             return await self._wire(ref, LeaveTracker(), install=False, proxy=proxy)
         except BidiError as exc:
@@ -261,7 +267,17 @@ class BrowserManager:
                 return None
             raise
         except BrowserUnavailable:
+            await self._forget_dead(ref)
             return None
+
+    async def _forget_dead(self, ref: BrowserRef) -> None:
+        """A gone browser's per-browser server crashed: its profile (the browser's site
+        data) and state go now, not at this data dir's next shutdown."""
+        if self._settings.webdriver_url:
+            return
+        for servers in (self._gecko, self._mapper):
+            if servers.owns(ref.endpoint):
+                await anyio.to_thread.run_sync(servers.forget_dead, ref.endpoint, ref.session_id)
 
     async def _wire(
         self,

@@ -23,6 +23,13 @@ refuses mapper sessions (``Conflict``) rather than hand out an endpoint that can
 
 State, per browser: ``<data_dir>/mapper/<port>.json`` (pid of the Node process, which
 leads the group, and the profile folder, removed when the browser ends).
+
+Against other local users and web pages (``server.mjs``'s header): the session id — the
+socket's one secret — reaches Node in its environment, never its world-readable argv;
+the port is bound here before Node starts and handed over as its fd 3, so nobody can
+take it in between and pass for the mapper; Node refuses any request carrying an
+``Origin`` or a ``Host`` other than its loopback port (web pages, DNS rebinding); the
+folder is 0700 and each state file 0600.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import logging
 import os
 import shlex
 import shutil
+import socket
 import tempfile
 import time
 import uuid
@@ -42,7 +50,6 @@ from typing import Any
 from sitekeep.browser.driver import (
     CHROMIUM_ARGS,
     PerBrowserServers,
-    _free_port,
     _launch_driver,
     driver_tmp,
 )
@@ -115,6 +122,32 @@ def chromium_argv(
     return args
 
 
+def _listening() -> socket.socket:
+    """A TCP socket listening on a free port of 127.0.0.1, for the Node process to serve
+    on (its fd 3): bound before the process starts, so no other local process can take
+    the port in between and be taken for the mapper (server.mjs's header)."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # As libuv binds (Node did before): the connections it accepts inherit the option,
+    # so a crashed Node's half-closed ones do not hold the port for a minute.
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(128)
+    except OSError:
+        listener.close()
+        raise
+    return listener
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable by this user only (0600, whatever the umask):
+    the file names the browser's session, the secret of its BiDi socket."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        os.fchmod(out.fileno(), 0o600)  # a file left by an older sitekeep kept its mode
+        out.write(text)
+
+
 class LocalMapper(PerBrowserServers):
     """Browsers of the mapper engine: one Node process (and its Chromium) per browser,
     started detached, each on its own loopback port (module docstring)."""
@@ -122,6 +155,12 @@ class LocalMapper(PerBrowserServers):
     def __init__(self, data_dir: Path, node: str | None = None) -> None:
         super().__init__(data_dir / "mapper")
         self._node = node or shutil.which("node")
+
+    def _private_dir(self) -> None:
+        """Make ``<data_dir>/mapper`` this user's alone (0700): its state files name each
+        browser's session (the secret of its BiDi socket), its profiles hold site data."""
+        self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self._dir, 0o700)
 
     def launch(
         self,
@@ -153,36 +192,35 @@ class LocalMapper(PerBrowserServers):
                 f"{chromium} is missing: install it (apt-get install chromium)"
             )
         started = time.time()
-        self._dir.mkdir(parents=True, exist_ok=True)
-        port = _free_port()
-        profile = Path(tempfile.mkdtemp(prefix=f"{port}.", suffix=".profile", dir=self._dir))
-        session = uuid.uuid4().hex
-        command = chromium_argv(chromium, profile, args, proxy)
-        config = {
-            "argv": command,
-            "acceptInsecureCerts": insecure,
-            "unhandledPromptBehavior": UNHANDLED_PROMPT_BEHAVIOR,
-        }
-        url = f"http://127.0.0.1:{port}"
-        argv = [
-            self._node,
-            str(server),
-            f"--port={port}",
-            f"--session={session}",
-            f"--config={json.dumps(config)}",
-        ]
-        private = driver_tmp()
-        try:
-            pid = _launch_driver(argv, url, timeout, tmp=private)
-        except BrowserUnavailable:
-            shutil.rmtree(profile, ignore_errors=True)
-            shutil.rmtree(private, ignore_errors=True)
-            raise
+        self._private_dir()
+        with _listening() as listener:
+            port = int(listener.getsockname()[1])
+            profile = Path(tempfile.mkdtemp(prefix=f"{port}.", suffix=".profile", dir=self._dir))
+            session = uuid.uuid4().hex
+            command = chromium_argv(chromium, profile, args, proxy)
+            config = {
+                "session": session,
+                "argv": command,
+                "acceptInsecureCerts": insecure,
+                "unhandledPromptBehavior": UNHANDLED_PROMPT_BEHAVIOR,
+            }
+            url = f"http://127.0.0.1:{port}"
+            argv = [self._node, str(server), f"--port={port}"]
+            env = {"BIDI_MAPPER_CONFIG": json.dumps(config)}
+            private = driver_tmp()
+            try:
+                pid = _launch_driver(
+                    argv, url, timeout, env, tmp=private, fds={3: listener.fileno()}
+                )
+            except BrowserUnavailable:
+                shutil.rmtree(profile, ignore_errors=True)
+                shutil.rmtree(private, ignore_errors=True)
+                raise
         # What chromedriver's New Session logs through Selenium (its capabilities): the
         # command line, which holds no credential (a proxy's are answered over BiDi).
         log.debug("mapper engine: Chromium on port %d: %s", port, shlex.join(command))
         state = {"pid": pid, "profile": str(profile), "session": session, "tmp": str(private)}
-        self._state(url).write_text(json.dumps(state), encoding="utf-8")
+        _write_private(self._state(url), json.dumps(state))
         return BrowserRef(
             kind="chromium",
             endpoint=url,

@@ -13,9 +13,18 @@
 //   DELETE /session/<id>         closes the browser, then this process exits
 // Every other WebDriver classic command answers 404 unknown command.
 //
-// Usage: node server.mjs --port=<port> --session=<id> --config=<json>
-//   config: {"argv": [chromium, ...flags], "acceptInsecureCerts": bool,
+// Usage: BIDI_MAPPER_CONFIG=<json> node server.mjs --port=<port>   (fd 3: listening)
+//   config: {"session": id, "argv": [chromium, ...flags], "acceptInsecureCerts": bool,
 //            "unhandledPromptBehavior": W3C WebDriver's capability value}
+//
+// Who may connect. The session id in the socket's path is the one secret: it comes in
+// the environment (readable by this user only), never in argv (/proc/<pid>/cmdline is
+// readable by every local user), and Chromium does not inherit it. The socket is bound
+// by sitekeep before this process starts (fd 3): nobody can take the port between a
+// free port being chosen and this process listening on it, and be taken for us. A
+// request whose Host is not this loopback port (DNS rebinding) or that carries an Origin
+// (every WebSocket a web page opens does; sitekeep's client sends none) is refused
+// before anything else, as chromedriver refuses them.
 
 import http from 'node:http';
 import {spawn} from 'node:child_process';
@@ -41,8 +50,13 @@ const args = Object.fromEntries(
   }),
 );
 const port = Number(args.port);
-const sessionId = args.session;
-const config = JSON.parse(args.config);
+const config = JSON.parse(process.env.BIDI_MAPPER_CONFIG ?? '{}');
+delete process.env.BIDI_MAPPER_CONFIG; // Chromium inherits process.env
+const sessionId = config.session;
+if (typeof sessionId !== 'string' || sessionId.length < 32 || !Array.isArray(config.argv)) {
+  process.stderr.write('BIDI_MAPPER_CONFIG: no session or argv\n');
+  process.exit(2);
+}
 const INTERNAL = 'sitekeep:internal';
 
 // -- chromium-bidi 17.0.2 workaround: a challenge that comes again while its answer is in flight.
@@ -208,7 +222,18 @@ function reply(res, status, value) {
 
 const invalidSession = {error: 'invalid session id', message: 'no such session', stacktrace: ''};
 
+const hosts = new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
+
+/** Whether a request may come from a web page or a rebound name (see the header). */
+function foreign(req) {
+  return req.headers.origin !== undefined || !hosts.has(req.headers.host ?? '');
+}
+
 const server = http.createServer((req, res) => {
+  if (foreign(req)) {
+    return reply(res, 403, {error: 'unknown error', message: 'Host or Origin refused',
+      stacktrace: ''});
+  }
   const path = (req.url ?? '/').split('?')[0].replace(/\/+$/, '');
   const ours = `/session/${sessionId}`;
   if (req.method === 'GET' && path === '/status') {
@@ -234,6 +259,10 @@ const server = http.createServer((req, res) => {
 const wss = new WebSocketServer({noServer: true, perMessageDeflate: false});
 server.on('upgrade', (req, socket, head) => {
   const path = (req.url ?? '/').split('?')[0].replace(/\/+$/, '');
+  if (foreign(req)) {
+    socket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\n\r\n');
+    return;
+  }
   if (path !== `/session/${sessionId}` || chromeGone) {
     socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\n');
     return;
@@ -318,4 +347,4 @@ function shutdown() {
   setTimeout(() => process.exit(0), 50).unref();
 }
 
-server.listen(port, '127.0.0.1');
+server.listen({fd: 3}); // bound to 127.0.0.1:<port> by sitekeep (see the header)

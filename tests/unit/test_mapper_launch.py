@@ -1,0 +1,106 @@
+"""What the mapper engine's launch gives its Node process, and what it leaves on disk
+(``browser.mapper``), read without starting one: ``_launch_driver`` is replaced by a
+recorder. The real processes are in ``tests/e2e/test_mapper_attacks.py``.
+
+The attacker here is another local user: it reads every process's command line
+(``/proc/<pid>/cmdline``), every file the umask left readable, and binds any free port.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import stat
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sitekeep.browser import mapper
+from sitekeep.browser.mapper import LocalMapper
+
+Env = Mapping[str, str]
+Fds = Mapping[int, int]
+
+
+class Launched:
+    """What the recorder saw of the one launch: argv, env, and the child's fd 3 as
+    ``(family, type, listening address)``."""
+
+    argv: list[str]
+    env: dict[str, str]
+    fd3: tuple[int, int, tuple[str, int]]
+
+
+@pytest.fixture
+def launched(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Launched]:
+    seen = Launched()
+    installed = tmp_path / "mapper_node"
+    (installed / "node_modules" / "chromium-bidi").mkdir(parents=True)
+    monkeypatch.setattr(mapper, "MAPPER_DIR", installed)
+
+    def record(argv: list[str], url: str, _: float, env: Env, tmp: Path, fds: Fds) -> int:
+        seen.argv, seen.env = argv, dict(env)
+        made.append(tmp)
+        with socket.socket(fileno=os.dup(fds[3])) as child:
+            seen.fd3 = (child.family, child.type, child.getsockname())
+            assert url == f"http://127.0.0.1:{child.getsockname()[1]}"
+        return 4242
+
+    made: list[Path] = []
+    monkeypatch.setattr(mapper, "_launch_driver", record)
+    yield seen
+    for folder in made:  # the driver's private TMPDIR, made in the real temp dir
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _launch(data_dir: Path) -> Any:
+    chromium = data_dir / "chromium"
+    chromium.parent.mkdir(parents=True, exist_ok=True)
+    chromium.touch()
+    return LocalMapper(data_dir, node="/usr/bin/node").launch(chromium)
+
+
+def test_the_session_id_reaches_node_in_its_environment_never_its_argv(
+    launched: Launched, tmp_path: Path
+) -> None:
+    """The session id is the BiDi socket's only secret; argv is world-readable."""
+    ref = _launch(tmp_path)
+    assert not any(ref.session_id in arg for arg in launched.argv), launched.argv
+    config = json.loads(launched.env["BIDI_MAPPER_CONFIG"])
+    assert config["session"] == ref.session_id
+    assert ref.ws_url.endswith(f"/session/{ref.session_id}")
+    assert not any(name.startswith("SITEKEEP_") for name in launched.env)
+
+
+def test_node_is_handed_a_socket_already_listening_on_the_loopback_port(
+    launched: Launched, tmp_path: Path
+) -> None:
+    """Bound before Node starts: no local process can take the port in between and
+    answer sitekeep's ready check (and then receive every restored cookie)."""
+    ref = _launch(tmp_path)
+    family, kind, (host, port) = launched.fd3
+    assert (family, kind, host) == (socket.AF_INET, socket.SOCK_STREAM, "127.0.0.1")
+    assert ref.endpoint == f"http://127.0.0.1:{port}" and f"--port={port}" in launched.argv
+
+
+def test_state_and_profiles_are_readable_by_this_user_only_whatever_the_umask(
+    launched: Launched, tmp_path: Path
+) -> None:
+    folder = tmp_path / "mapper"
+    folder.mkdir(mode=0o755)
+    folder.chmod(0o755)  # left by an older sitekeep
+    old = os.umask(0)
+    try:
+        ref = _launch(tmp_path)
+    finally:
+        os.umask(old)
+    state = folder / f"{ref.endpoint.rsplit(':', 1)[1]}.json"
+    recorded = json.loads(state.read_text(encoding="utf-8"))
+    assert recorded["session"] == ref.session_id and recorded["pid"] == 4242
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (folder, state)}
+    assert modes == {"mapper": 0o700, state.name: 0o600}
+    assert stat.S_IMODE(Path(recorded["profile"]).stat().st_mode) == 0o700
