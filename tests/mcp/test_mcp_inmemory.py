@@ -16,6 +16,8 @@ from mcp.types import CallToolResult, ImageContent, TextContent
 
 from fixtures.sites import FORM_PASSWORD, FORM_USER, Sites
 from sitekeep.config import Settings
+from sitekeep.errors import NotFound
+from sitekeep.limits import MAX_NAME, MAX_URL
 from sitekeep.mcp import build_server
 from sitekeep.model import Principal
 from sitekeep.service import Service
@@ -253,3 +255,25 @@ async def test_profiles_through_mcp_are_gated_and_an_unknown_country_names_the_f
     hidden_save = await client.call_tool("save_site_data", {"key": "p", "profile": theirs.id})
     assert error_of(hidden_save)["message"] == f"no profile named {theirs.id!r}"
     assert await service.stores.runs.open_runs() == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "field"),
+    [
+        ("save_site_data", {"profile": "p" * (MAX_NAME + 1)}, "profile"),
+        ("open_session", {"profile": "p" * (MAX_NAME + 1)}, "profile"),
+        ("open_session", {"country": "c" * (MAX_NAME + 1)}, "country"),
+        ("open_session", {"url": "http://app.example.test/" + "u" * MAX_URL}, "url"),
+        ("navigate", {"url": "http://app.example.test/" + "u" * MAX_URL}, "url"),
+    ],
+    ids=["save-profile", "open-profile", "open-country", "open-url", "navigate-url"],
+)
+async def test_arguments_past_the_http_bounds_are_invalid_input_naming_the_field(
+    client: Client, service: Service, tool: str, args: dict[str, Any], field: str
+) -> None:
+    """MCP takes what HTTP takes, bounded alike (``sitekeep.limits``): past a bound the
+    call is refused naming the field, before any session or browser is touched."""
+    error = error_of(await client.call_tool(tool, {"key": "bounded", **args}))
+    assert error["type"] == "invalid_input" and error["field"] == field, error
+    with pytest.raises(NotFound):
+        await service.record(WHO, "bounded")

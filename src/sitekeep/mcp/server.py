@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from sitekeep import __version__
 from sitekeep.errors import NotFound, SitekeepError, error_json
+from sitekeep.limits import MAX_NAME, MAX_URL
 from sitekeep.model import Principal
 from sitekeep.service import Service
 from sitekeep.steps import (
@@ -243,7 +244,9 @@ def _session_tools(
     async def open_session(
         ctx: Ctx,
         key: Key = None,
-        url: Annotated[str | None, Field(description="Where to land: an http(s) URL.")] = None,
+        url: Annotated[
+            str | None, Field(description="Where to land: an http(s) URL.", max_length=MAX_URL)
+        ] = None,
         browser: Annotated[str | None, Field(description="chromium (the default).")] = None,
         restore_site_data: Annotated[
             bool, Field(description="false: open without saved site data and delete it.")
@@ -262,10 +265,14 @@ def _session_tools(
             ),
         ] = None,
         profile: Annotated[
-            str | None, Field(description="A profile's id (list_profiles) to sign in from.")
+            str | None,
+            Field(
+                description="A profile's id (list_profiles) to sign in from.", max_length=MAX_NAME
+            ),
         ] = None,
         country: Annotated[
-            str | None, Field(description="Two-letter country code of the proxy to use.")
+            str | None,
+            Field(description="Two-letter country code of the proxy to use.", max_length=MAX_NAME),
         ] = None,
     ) -> JSON:
         return await service_of().open_session(
@@ -305,7 +312,11 @@ def _session_tools(
             ),
         ] = False,
         profile: Annotated[
-            str | None, Field(description="A profile's id to write the saved site data into.")
+            str | None,
+            Field(
+                description="A profile's id to write the saved site data into.",
+                max_length=MAX_NAME,
+            ),
         ] = None,
     ) -> JSON:
         return await service_of().save_site_data(
