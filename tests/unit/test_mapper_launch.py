@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from sitekeep.browser import mapper
-from sitekeep.browser.mapper import LocalMapper
+from sitekeep.browser.mapper import MAPPER_DIR, LocalMapper
+from sitekeep.errors import BrowserUnavailable
 
 Env = Mapping[str, str]
 Fds = Mapping[int, int]
@@ -35,11 +36,27 @@ class Launched:
     fd3: tuple[int, int, tuple[str, int]]
 
 
+PINS = {"chromium-bidi": "157.0.8090-0", "ws": "8.23.0"}
+
+
+def _write_json(path: Path, value: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value), encoding="utf-8")
+
+
+def _install(folder: Path, pinned: Mapping[str, str], installed: Mapping[str, str]) -> None:
+    """A fake mapper_node: ``package.json`` pinning ``pinned``, and ``node_modules``
+    holding ``installed`` (name → version; each only its ``package.json``)."""
+    _write_json(folder / "package.json", {"name": "fake", "dependencies": dict(pinned)})
+    for name, version in installed.items():
+        _write_json(folder / "node_modules" / name / "package.json", {"version": version})
+
+
 @pytest.fixture
 def launched(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Launched]:
     seen = Launched()
     installed = tmp_path / "mapper_node"
-    (installed / "node_modules" / "chromium-bidi").mkdir(parents=True)
+    _install(installed, PINS, PINS)
     monkeypatch.setattr(mapper, "MAPPER_DIR", installed)
 
     def record(argv: list[str], url: str, _: float, env: Env, tmp: Path, fds: Fds) -> int:
@@ -104,3 +121,34 @@ def test_state_and_profiles_are_readable_by_this_user_only_whatever_the_umask(
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (folder, state)}
     assert modes == {"mapper": 0o700, state.name: 0o600}
     assert stat.S_IMODE(Path(recorded["profile"]).stat().st_mode) == 0o700
+
+
+def test_a_stale_chromium_bidi_left_by_an_older_checkout_is_refused_naming_the_set_up(
+    launched: Launched, tmp_path: Path
+) -> None:
+    """A pull past an upgrade leaves the old package in node_modules: refused before
+    anything starts, with what to run, rather than an old mapper failing mid-session."""
+    _install(mapper.MAPPER_DIR, PINS, {**PINS, "chromium-bidi": "17.0.2"})
+    with pytest.raises(BrowserUnavailable) as raised:
+        _launch(tmp_path)
+    message = str(raised.value)
+    assert "chromium-bidi 17.0.2" in message and "157.0.8090-0" in message
+    assert "scripts/setup-mapper.sh" in message
+    assert not hasattr(launched, "argv") and not (tmp_path / "mapper").exists()
+
+
+def test_a_missing_npm_package_is_refused_naming_the_package_and_the_set_up(
+    launched: Launched, tmp_path: Path
+) -> None:
+    shutil.rmtree(mapper.MAPPER_DIR / "node_modules" / "ws")
+    with pytest.raises(BrowserUnavailable, match=r"ws is not installed.*setup-mapper\.sh"):
+        _launch(tmp_path)
+    assert not hasattr(launched, "argv")
+
+
+def test_the_real_package_json_pins_exact_versions_the_check_can_compare() -> None:
+    """``check_installed`` compares versions as strings: a range (``^``, ``~``) in the
+    real package.json would refuse every install."""
+    manifest = json.loads((MAPPER_DIR / "package.json").read_text(encoding="utf-8"))
+    for name, version in manifest["dependencies"].items():
+        assert version[0].isdigit() and " " not in version, (name, version)

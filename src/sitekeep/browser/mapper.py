@@ -56,7 +56,7 @@ from sitekeep.browser.driver import (
 from sitekeep.errors import BrowserUnavailable
 from sitekeep.model import BrowserRef
 
-__all__ = ["MAPPER_DIR", "LocalMapper", "chromium_argv", "proxy_flags"]
+__all__ = ["MAPPER_DIR", "LocalMapper", "check_installed", "chromium_argv", "proxy_flags"]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,48 @@ UNHANDLED_PROMPT_BEHAVIOR = "dismiss and notify"
 """What chromedriver's sessions run with when not asked otherwise (W3C WebDriver §User
 prompts' default): alert, confirm and prompt dismissed, ``beforeunload`` accepted — said
 here rather than left to chromium-bidi's own default, so both engines answer a page alike."""
+
+
+SETUP_HINT = "run scripts/setup-mapper.sh"
+"""What to do about missing or stale npm packages (``check_installed``)."""
+
+
+def _version(manifest: Path) -> str | None:
+    """The ``version`` of an npm ``package.json``, or None when it is missing or unreadable."""
+    try:
+        version = json.loads(manifest.read_text(encoding="utf-8")).get("version")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, str) else None
+
+
+def check_installed(folder: Path) -> None:
+    """Check that ``folder/node_modules`` holds each dependency at the exact version
+    ``folder/package.json`` pins (``chromium-bidi``, ``ws``…): a checkout pulled past an
+    upgrade still runs the old mapper until ``scripts/setup-mapper.sh`` is run again, and
+    an old chromium-bidi fails later, mid-session, in ways that do not name the cause.
+
+    Raises:
+        BrowserUnavailable: a dependency is missing or at another version; the message
+            names it, both versions and the command to run.
+    """
+    try:
+        pinned = json.loads((folder / "package.json").read_text(encoding="utf-8"))
+        wanted: dict[str, str] = dict(pinned["dependencies"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise BrowserUnavailable(f"{folder / 'package.json'} is unreadable") from exc
+    for name, version in sorted(wanted.items()):
+        found = _version(folder / "node_modules" / name / "package.json")
+        if found is None:
+            raise BrowserUnavailable(
+                f"SITEKEEP_CHROMIUM_BIDI=mapper needs its npm packages ({name} is not "
+                f"installed): {SETUP_HINT}"
+            )
+        if found != version:
+            raise BrowserUnavailable(
+                f"SITEKEEP_CHROMIUM_BIDI=mapper: node_modules holds {name} {found}, "
+                f"package.json pins {version}: {SETUP_HINT}"
+            )
 
 
 def proxy_flags(capability: Mapping[str, Any] | None) -> list[str]:
@@ -177,16 +219,14 @@ class LocalMapper(PerBrowserServers):
             Its ref: ``endpoint`` the Node process's HTTP URL, ``ws_url`` its BiDi socket.
 
         Raises:
-            BrowserUnavailable: no Node, the mapper is not installed, or the browser did
-                not become ready within ``timeout`` seconds.
+            BrowserUnavailable: no Node, the mapper's npm packages are missing or not the
+                versions pinned (``check_installed``), or the browser did not become ready
+                within ``timeout`` seconds.
         """
         server = MAPPER_DIR / "server.mjs"
         if self._node is None:
             raise BrowserUnavailable("SITEKEEP_CHROMIUM_BIDI=mapper needs Node.js (node)")
-        if not (MAPPER_DIR / "node_modules" / "chromium-bidi").is_dir():
-            raise BrowserUnavailable(
-                "SITEKEEP_CHROMIUM_BIDI=mapper needs its npm packages: run scripts/setup-mapper.sh"
-            )
+        check_installed(MAPPER_DIR)
         if not chromium.exists():
             raise BrowserUnavailable(
                 f"{chromium} is missing: install it (apt-get install chromium)"
