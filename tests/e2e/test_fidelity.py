@@ -12,7 +12,6 @@ from urllib.parse import quote
 import anyio
 import pytest
 
-from conftest import on_mapper
 from fixtures.sites import Sites
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.save import PARTITIONED
@@ -506,21 +505,12 @@ async def test_indexed_db_schema_and_structured_clone_values_come_back_exactly(
 
 CHIP = b"chip=dummy-chip; Secure; Path=/; SameSite=None; Partitioned"
 
-MAPPER_CHIPS_GAP = pytest.mark.xfail(
-    strict=True,
-    reason="open gap of the mapper engine: chromium-bidi 17.0.2's storage.setCookie drops "
-    "goog:partitionKey and cannot set hasCrossSiteAncestor, so a CHIPS cookie cannot be "
-    "written back in its partition (the restore names it and removes the copy)",
-)
-
 
 @pytest.mark.parametrize("browser", ["chromium"])  # the test switches kinds itself
 @pytest.mark.parametrize("via", ["local", "grid"])
 async def test_partitioned_state_is_carried_where_it_can_be_written_and_named_where_not(
-    make_api: ApiFactory, sites: Sites, via: str, request: pytest.FixtureRequest
+    make_api: ApiFactory, sites: Sites, via: str
 ) -> None:
-    if via == "local" and on_mapper():
-        request.applymarker(MAPPER_CHIPS_GAP)
     api = await both_kinds(make_api, via)
     await api.open(key="x", browser="chromium")
     chip_src = sites.url("localhost", f"/__fixture/raw-cookie?hex={CHIP.hex()}")

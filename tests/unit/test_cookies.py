@@ -308,9 +308,10 @@ def test_a_chromium_default_is_checked_as_the_lax_it_stores() -> None:
 
 
 def test_a_partitioned_cookie_stored_without_its_partition_is_not_as_saved() -> None:
-    """A CHIPS cookie written back unpartitioned (the mapper engine's chromium-bidi 17.0.2
-    drops ``goog:partitionKey`` on ``storage.setCookie``) would be sent on every site: the
-    restore's check must see it as changed, and one in another partition too."""
+    """A CHIPS cookie written back unpartitioned (chromium-bidi 17.0.2, the mapper engine's
+    until 157.0.8090-0, dropped ``goog:partitionKey`` on ``storage.setCookie``) would be sent
+    on every site: the restore's check must see it as changed, and one in another partition
+    too."""
     site = {"topLevelSite": "http://example.test", "hasCrossSiteAncestor": True}
     saved = cookie(secure=True, same_site="none", partition_key=site)
     assert as_stored(saved, 0, "chromium") == as_stored(

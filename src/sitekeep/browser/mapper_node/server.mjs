@@ -59,7 +59,8 @@ if (typeof sessionId !== 'string' || sessionId.length < 32 || !Array.isArray(con
 }
 const INTERNAL = 'sitekeep:internal';
 
-// -- chromium-bidi 17.0.2 workaround: a challenge that comes again while its answer is in flight.
+// -- chromium-bidi workaround (17.0.2; 157.0.8090-0's NetworkRequest.js still has it): a
+// challenge that comes again while its answer is in flight.
 // NetworkRequest.continueWithAuth awaits CDP Fetch.continueWithAuth, then marks the request
 // unblocked. Over a pipe the retry's Fetch.authRequired (wrong credentials: the proxy asks
 // again) can arrive before that reply, so the new block was marked unblocked at once: its
