@@ -32,7 +32,6 @@ import {WebSocketServer} from 'ws';
 import {BidiServer} from 'chromium-bidi/out/Default/gen/src/bidiMapper/BidiMapper.js';
 import {MapperCdpConnection} from 'chromium-bidi/out/Default/gen/src/cdp/CdpConnection.js';
 import {BidiParser} from 'chromium-bidi/out/Default/gen/src/bidiTab/BidiParser.js';
-import {NetworkRequest} from 'chromium-bidi/out/Default/gen/src/bidiMapper/modules/network/NetworkRequest.js';
 
 // chromium-bidi fires many CDP commands without awaiting them (`void this.#continueRequest()`);
 // one that fails because its target is going away (a tab closing, a request it paused) rejects
@@ -59,30 +58,6 @@ if (typeof sessionId !== 'string' || sessionId.length < 32 || !Array.isArray(con
 }
 const INTERNAL = 'sitekeep:internal';
 
-// -- chromium-bidi workaround (17.0.2; 157.0.8090-0's NetworkRequest.js still has it): a
-// challenge that comes again while its answer is in flight.
-// NetworkRequest.continueWithAuth awaits CDP Fetch.continueWithAuth, then marks the request
-// unblocked. Over a pipe the retry's Fetch.authRequired (wrong credentials: the proxy asks
-// again) can arrive before that reply, so the new block was marked unblocked at once: its
-// network.authRequired event went out, its answer got "no such request", and the request — and
-// every later request through that proxy, which Chromium holds behind the open challenge —
-// waited for ever. A challenge arriving while an answer is in flight is taken after it.
-const answering = new WeakMap(); // NetworkRequest -> its continueWithAuth in flight
-const continueWithAuth = NetworkRequest.prototype.continueWithAuth;
-NetworkRequest.prototype.continueWithAuth = function (...params) {
-  const done = continueWithAuth.apply(this, params);
-  const settled = done.catch(() => {});
-  answering.set(this, settled);
-  void settled.then(() => answering.get(this) === settled && answering.delete(this));
-  return done;
-};
-const onAuthRequired = NetworkRequest.prototype.onAuthRequired;
-NetworkRequest.prototype.onAuthRequired = function (event) {
-  const inFlight = answering.get(this);
-  if (inFlight === undefined) return onAuthRequired.call(this, event);
-  void inFlight.then(() => onAuthRequired.call(this, event));
-};
-
 // -- Chromium over a CDP pipe (fd 3: its input, fd 4: its output; NUL-separated JSON) --
 
 const chrome = spawn(config.argv[0], config.argv.slice(1), {
@@ -98,10 +73,31 @@ chrome.on('error', () => {
   shutdown();
 });
 
+// The one ordering rule this transport adds (a chromium-bidi race, in 17.0.2 and 157.0.8090-0).
+// chromium-bidi answers a paused request (Fetch.continueRequest, Fetch.continueWithAuth…) and
+// marks it no longer paused only once the reply is in. Over a pipe the request's next pause —
+// the proxy's next challenge, Fetch.authRequired — can come before that reply (wrong
+// credentials: the proxy asks again), or in the same read, handled before the reply's
+// continuation runs; either way the new pause was marked "not paused" at once: its
+// network.authRequired went out, the answer got "no such request", and the request — and
+// every later one through that proxy, which Chromium holds behind the open challenge — waited
+// for ever (test_proxy's wrong-credentials test failed 1 run in 3 or 4). So a Fetch event for
+// a request with an answer in flight is handed over after that answer's reply, once the
+// continuations the reply resolves have run: in a setImmediate after it, not merely a later
+// chunk — a stream that had buffered emits several chunks in one go, no microtask between.
+const FETCH_ANSWERS = new Set(['Fetch.continueRequest', 'Fetch.continueResponse',
+  'Fetch.continueWithAuth', 'Fetch.fulfillRequest', 'Fetch.failRequest']);
+
+/** A paused request's key: its CDP session and Fetch request id. */
+const pausedKey = (sessionId, params) => `${sessionId ?? ''}/${params?.requestId}`;
+
 class PipeTransport {
   #write;
   #onMessage = () => {};
   #pending = [];
+  #answers = new Map(); // CDP command id -> the paused request it answers
+  #answering = new Map(); // paused request -> its answers in flight (0: reply just in)
+  #held = new Map(); // paused request -> its Fetch events (JSON), in order
   constructor(write, read) {
     this.#write = write;
     read.on('data', (chunk) => this.#dispatch(chunk));
@@ -112,7 +108,14 @@ class PipeTransport {
     this.#onMessage = handler;
   }
   sendMessage(message) {
+    if (message.includes('"Fetch.')) this.#track(JSON.parse(message));
     this.#write.write(message + '\0');
+  }
+  #track({id, method, params, sessionId}) {
+    if (!FETCH_ANSWERS.has(method)) return;
+    const key = pausedKey(sessionId, params);
+    this.#answers.set(id, key);
+    this.#answering.set(key, (this.#answering.get(key) ?? 0) + 1);
   }
   #dispatch(chunk) {
     // Buffers, not strings: a UTF-8 character may be split between two chunks.
@@ -122,11 +125,46 @@ class PipeTransport {
       this.#pending.push(chunk.subarray(start, end));
       const message = Buffer.concat(this.#pending).toString('utf8');
       this.#pending = [];
-      this.#onMessage(message);
+      this.#receive(message);
       start = end + 1;
       end = chunk.indexOf(0, start);
     }
     if (start < chunk.length) this.#pending.push(chunk.subarray(start));
+  }
+  #receive(text) {
+    if (this.#answering.size === 0 && this.#held.size === 0) return this.#onMessage(text);
+    const message = JSON.parse(text);
+    if (message.method?.startsWith('Fetch.')) {
+      const key = pausedKey(message.sessionId, message.params);
+      if (this.#answering.has(key) || this.#held.has(key)) {
+        this.#held.set(key, [...(this.#held.get(key) ?? []), text]);
+        return;
+      }
+    }
+    this.#onMessage(text);
+    if (message.method === 'Target.detachedFromTarget') this.#forget(message.params?.sessionId);
+    const key = message.id === undefined ? undefined : this.#answers.get(message.id);
+    if (key === undefined) return;
+    this.#answers.delete(message.id);
+    const left = this.#answering.get(key) - 1;
+    this.#answering.set(key, left); // 0: settling until the reply's continuations have run
+    if (left === 0) setImmediate(() => this.#settle(key));
+  }
+  #settle(key) {
+    if (this.#answering.get(key) !== 0) return; // answered again meanwhile: after that reply
+    this.#answering.delete(key);
+    const held = this.#held.get(key) ?? [];
+    this.#held.delete(key);
+    for (const text of held) this.#receive(text);
+  }
+  /** A detached session's commands get no reply (chromium-bidi rejects them itself). */
+  #forget(sessionId) {
+    const prefix = `${sessionId ?? ''}/`;
+    for (const [id, key] of this.#answers) if (key.startsWith(prefix)) this.#answers.delete(id);
+    for (const key of [...this.#answering.keys()]) {
+      if (key.startsWith(prefix)) this.#answering.delete(key);
+    }
+    for (const key of [...this.#held.keys()]) if (key.startsWith(prefix)) this.#held.delete(key);
   }
   close() {}
 }
