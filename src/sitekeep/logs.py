@@ -44,7 +44,9 @@ def configure_logging(
     level: str, fmt: Literal["text", "json"], *, stream: IO[str] | None = None
 ) -> dict[str, object]:
     """Send every log record (uvicorn's too) to ``stream`` (stderr) in ``fmt``; turn the
-    ``selenium`` logger down to WARNING (it logs whole frames at debug).
+    ``selenium`` logger down to WARNING (it logs whole frames at debug), and ``httpx`` /
+    ``httpcore`` (a line for every driver status poll, with its URL — a Grid's URL may
+    carry its password).
 
     Returns:
         A ``logging.config`` dictionary for uvicorn's ``log_config``, so its own
@@ -57,7 +59,8 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
-    logging.getLogger("selenium").setLevel(logging.WARNING)
+    for chatty in ("selenium", "httpx", "httpcore"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     # uvicorn's loggers propagate to the root: no handlers of their own, no second format.
     return {
         "version": 1,

@@ -167,6 +167,18 @@ def root_handlers() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("root_handlers")
+def test_the_http_client_logs_no_request_line_at_info() -> None:
+    """httpx logs every request with its URL at INFO — a line per driver status poll, and
+    a Grid URL's password (``http://user:pass@grid…``) with it."""
+    stream = io.StringIO()
+    configure_logging("info", "text", stream=stream)
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).info("HTTP Request: GET http://user:dummy-pass@grid.example.test/")
+    logging.getLogger("sitekeep.test").info("kept")
+    assert "dummy-pass" not in stream.getvalue() and "kept" in stream.getvalue()
+
+
+@pytest.mark.usefixtures("root_handlers")
 def test_json_logs_are_one_object_a_line_and_leave_an_exceptions_message_out() -> None:
     stream = io.StringIO()
     configure_logging("info", "json", stream=stream)

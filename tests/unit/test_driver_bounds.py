@@ -308,3 +308,35 @@ def test_a_sweep_removes_only_profiles_no_live_browser_holds(
     local = driver.LocalChromedriver(tmp_path / "data", Path("/usr/bin/chromedriver"))
     assert local.sweep_profiles() == 2
     assert {name for name, p in profiles.items() if p.exists()} == {"live", "starting"}
+
+
+def test_a_driver_inherits_no_descriptor_but_its_stdio_and_the_ones_handed_to_it(
+    tmp_path: Path,
+) -> None:
+    """A descriptor this process was started with (``flock``'s lock: a leaked chromedriver
+    held the test machine's lock for 25 minutes) is not the driver's: closed in the child,
+    while a socket handed over in ``fds`` arrives at its number."""
+    stray_read, stray = os.pipe()
+    given_read, given = os.pipe()
+    os.set_inheritable(stray, True)  # as a descriptor from our parent is
+    out = tmp_path / "fds"
+    code = (
+        "import os, sys\n"
+        "def is_open(fd):\n"
+        "    try:\n"
+        "        os.fstat(fd)\n"
+        "    except OSError:\n"
+        "        return False\n"
+        "    return True\n"
+        f"os.write(3, b'given')\n"
+        f"open({str(out)!r}, 'w').write(repr((is_open({stray}), is_open(3))))\n"
+    )
+    try:
+        pid = driver._spawn_detached([sys.executable, "-c", code], fds={3: given})
+        os.waitpid(pid, 0)
+        assert out.read_text(encoding="utf-8") == "(False, True)"
+        assert os.read(given_read, 16) == b"given"
+        assert os.get_inheritable(stray)  # ours stays open and as it was
+    finally:
+        for fd in (stray_read, stray, given_read, given):
+            os.close(fd)

@@ -3,6 +3,7 @@ naming the store, never its content or the URL's password."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,24 @@ def test_an_unreachable_postgresql_is_unavailable_without_its_password() -> None
     with pytest.raises(StoreUnavailable) as caught:
         open_database("postgresql://someone:dummy-pw@127.0.0.1:1/db")
     assert "dummy-pw" not in caught.value.message
+
+
+def test_a_sqlite_database_and_its_wal_are_readable_by_their_owner_only(
+    tmp_path: Path,
+) -> None:
+    """Tokens' hashes and sealed secrets: 0600 whatever the umask (SQLite makes its -wal
+    and -shm files with the database file's mode)."""
+
+    path = tmp_path / "data" / "sitekeep.db"
+    old = os.umask(0o022)
+    try:
+        db = open_database(f"sqlite:///{path}")
+        try:
+            made = sorted(p.name for p in path.parent.iterdir())
+            modes = {p.name: oct(p.stat().st_mode & 0o777) for p in path.parent.iterdir()}
+        finally:
+            db.dispose()
+    finally:
+        os.umask(old)
+    assert "sitekeep.db-wal" in made
+    assert set(modes.values()) == {"0o600"}, modes

@@ -278,18 +278,42 @@ def _spawn_detached(
     a driver's browsers inherit its environment, so a page that broke out of its
     renderer's sandbox would read them in ``/proc/self/environ``.
 
+    No other descriptor: every inheritable one this process holds (one it was started
+    with — ``flock``'s lock, a supervisor's pipe) is closed in the child, else the driver
+    and its browsers, which outlive this process, would hold it open for their lifetime.
+
     ``posix_spawn`` rather than ``subprocess.Popen``: the driver is meant to outlive this
     process, and a ``Popen`` object would warn when collected while it still runs.
     """
     devnull = os.open(os.devnull, os.O_RDWR)
     try:
-        actions = [(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)]
-        actions += [(os.POSIX_SPAWN_DUP2, ours, child) for child, ours in (fds or {}).items()]
+        given = dict(fds or {})
+        actions: list[tuple[int, ...]] = [(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)]
+        actions += [(os.POSIX_SPAWN_DUP2, ours, child) for child, ours in given.items()]
+        actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited(keep={0, 1, 2, *given})]
         kept = {k: v for k, v in os.environ.items() if not k.startswith("SITEKEEP_")}
         environ = {**kept, **(env or {})}
         return os.posix_spawn(argv[0], argv, environ, file_actions=actions, setsid=True)
     finally:
         os.close(devnull)
+
+
+def _inherited(keep: set[int]) -> list[int]:
+    """This process's open descriptors a child would inherit (not close-on-exec), less
+    ``keep``: from ``/proc/self/fd`` (Linux), else none known."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        fd = int(name)
+        if fd in keep:
+            continue
+        with contextlib.suppress(OSError):  # the listing's own descriptor, closed since
+            if os.get_inheritable(fd):
+                found.append(fd)
+    return found
 
 
 def driver_tmp() -> Path:

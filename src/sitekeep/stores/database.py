@@ -32,6 +32,8 @@ its fifth run on a connection, so the server parses it once per connection.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -70,7 +72,7 @@ ASYNC_POOL = 20
 def create_engine(url: StoreUrl) -> sa.Engine:
     """An engine for a SQL store URL (``memory://``, ``sqlite:///path``, ``postgresql://``).
 
-    SQLite gets its folder (mode 0700), ``SQLITE_POOL`` kept connections, WAL,
+    SQLite gets its folder (mode 0700) and file (0600), ``SQLITE_POOL`` kept connections, WAL,
     ``synchronous=FULL`` and a 30 s busy timeout; PostgreSQL a pool of ``POSTGRES_POOL``
     pinged on checkout, and a connect timeout.
     """
@@ -81,6 +83,10 @@ def create_engine(url: StoreUrl) -> sa.Engine:
     if url.scheme == "sqlite":
         assert url.path is not None
         url.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # one owner's data
+        # Made 0600 before SQLite opens it, whatever the umask: SQLite gives its -wal,
+        # -shm and -journal files the database file's mode.
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(url.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         # The pool keeps as many connections as there are worker threads to use them
         # (anyio's default limit is 40): past QueuePool's default 5, every overflow
         # checkout opened a connection and ran the pragmas again — a fifth of the CPU of

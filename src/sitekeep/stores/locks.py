@@ -118,6 +118,7 @@ class FileLocks:
                 run_in_executor=False,
                 fallback_to_soft=False,
                 preserve_lock_file=True,
+                mode=0o600,
             )
             try:
                 await lock.acquire()

@@ -95,7 +95,7 @@ def _exclusive(db: Database) -> Iterator[None]:
                 with contextlib.suppress(Exception):
                     _advisory(conn, "pg_advisory_unlock")
     elif db.url.path is not None:
-        with FileLock(str(_lock_file(db.url.path))):
+        with FileLock(str(_lock_file(db.url.path)), mode=0o600):
             yield
     else:
         yield  # memory://: no other process can see it
