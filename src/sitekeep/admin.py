@@ -234,7 +234,7 @@ class Admin:
         record = await self._svc._require(who, key)
         snapshot = await self._svc._load_snapshot(who.tenant, key)
         if snapshot is None:
-            raise NotFound("site", site)
+            raise NotFound("site", site, field="site")
         masker = await self._svc.seam.masker(who.tenant, record)
         return masker.value({"key": key, **sitedata.host_view(snapshot, site)})  # type: ignore[no-any-return]
 
@@ -259,7 +259,7 @@ class Admin:
             snapshot = await svc._load_snapshot(who.tenant, key)
             rows = {r.site: r for r in sitedata.host_rows(snapshot, ())} if snapshot else {}
             if snapshot is None or host not in rows:
-                raise NotFound("site", site)
+                raise NotFound("site", site, field="site")
             await s.mark("forgotten", "forget_site_data", detail={"site": host})
             left = sitedata.forget_host(snapshot, host)
             await svc._put_snapshot(who.tenant, key, left)
@@ -329,7 +329,7 @@ class Admin:
         """
         self._gate(who, "managing secrets")
         if not await self._svc.secrets.delete(who.tenant, name):
-            raise NotFound("secret", name)
+            raise NotFound("secret", name, field="name")
 
     # -- tokens ---------------------------------------------------------------------------
 

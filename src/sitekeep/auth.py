@@ -160,7 +160,7 @@ class Authenticator:
             raise InvalidInput("id must be a token id: 16 lowercase hex digits", field="id")
         rows = [r for r in await self._store.list(tenant) if token_id(r.token_hash) == id_]
         if not rows or not await self._store.delete(rows[0].token_hash):
-            raise NotFound("token", id_)
+            raise NotFound("token", id_, field="id")
         for digest in [d for d in self._cache if token_id(d) == id_]:
             del self._cache[digest]
         for held in [h for h in self._held if h[1] == id_]:

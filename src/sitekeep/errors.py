@@ -4,7 +4,7 @@ Every error a caller can see derives from :class:`SitekeepError`. Subclasses say
 caller should do, and carry structured fields (never text to parse). The HTTP facade maps
 them to status codes in one table (``sitekeep.api.errors``)::
 
-    SitekeepError
+    SitekeepError                    ``field``: the argument to blame, when one is
     ├── InvalidInput            400  fix the field named in ``field``
     │   ├── SnapshotTooLarge    400  the cookies alone pass the size cap (SPEC §3)
     │   └── BodyTooLarge        413  the request body passes its byte limit
@@ -13,7 +13,7 @@ them to status codes in one table (``sitekeep.api.errors``)::
     │   ├── SecretNotAllowed    403  the secret may not be typed on this host
     │   ├── ClipboardNotAllowed 403  a copy/cut/paste key after a secret was typed (``field``)
     │   └── OwnAddress          403  the URL is the sitekeep server itself (SPEC §12)
-    ├── NotFound                404  no such session/host/route in this tenant
+    ├── NotFound                404  no such session/host/element… in this tenant (``field``)
     ├── MethodNotAllowed        405  the route takes other methods (``allow``)
     ├── Conflict                409  the resource is in a state that forbids the call
     │   ├── NoHistoryEntry      409  back()/forward() with nowhere to go
@@ -22,7 +22,8 @@ them to status codes in one table (``sitekeep.api.errors``)::
     │   ├── AssertionFailed     409  a flow's assert_text did not find its text
     │   └── JournalConflict     409  another writer moved the session's journal on
     ├── CapacityExceeded        429  a cap was reached (``scope``)
-    ├── NavigationFailed        502  the page could not be loaded (``reason``: net::ERR_…)
+    ├── NavigationFailed        502  the page could not be loaded (``reason``: net::ERR_…;
+    │                                ``field``: the argument that held the URL)
     ├── StoreUnavailable        503  a store could not be reached; nothing was written
     │   └── JournalUnavailable  503  a journal record could not be made durable (SPEC §8)
     │       └── RecordTooLarge  503  a record over SITEKEEP_JOURNAL_MAX_RECORD; never written
@@ -34,7 +35,8 @@ them to status codes in one table (``sitekeep.api.errors``)::
 The Python client (``sitekeep.client``) raises the same classes, rebuilt from the HTTP
 error body by :func:`error_from_json`.
 
-Messages never contain a cookie, storage or secret value.
+Messages never contain a cookie, storage or secret value; a name or selector they quote
+is cut to :data:`QUOTED_MAX` characters (:func:`quoted`).
 """
 
 from __future__ import annotations
@@ -68,7 +70,17 @@ __all__ = [
     "Unreachable",
     "error_from_json",
     "error_json",
+    "quoted",
 ]
+
+QUOTED_MAX = 80
+"""The most characters of a caller's name, key or selector an error message quotes."""
+
+
+def quoted(text: str, limit: int = QUOTED_MAX) -> str:
+    """``text`` quoted for an error message, cut to ``limit`` characters (``'…'`` marks a
+    cut): messages stay bounded whatever the caller sent."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + "…"
 
 
 class SitekeepError(Exception):
@@ -76,13 +88,17 @@ class SitekeepError(Exception):
 
     Attributes:
         message: a sentence a person can act on; never holds a value.
+        field: the name of the call's argument to blame (``url``, ``selector``,
+            ``steps[2].url``…), when one is; None otherwise.
     """
 
     type_name = "error"
+    field: str | None = None
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.field = field
 
 
 class InvalidInput(SitekeepError):
@@ -93,10 +109,6 @@ class InvalidInput(SitekeepError):
     """
 
     type_name = "invalid_input"
-
-    def __init__(self, message: str, *, field: str | None = None) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 class SnapshotTooLarge(InvalidInput):
@@ -152,12 +164,16 @@ class NotFound(SitekeepError):
     Attributes:
         kind: what was looked for (``session``, ``site``…).
         name: the key or name that was looked for.
+        field: the argument that named it (``key``, ``secret``, ``selector``…), when the
+            caller gave it.
     """
 
     type_name = "not_found"
 
-    def __init__(self, kind: str, name: str) -> None:
-        super().__init__(f"no {kind} named {name!r}")
+    def __init__(
+        self, kind: str, name: str, *, field: str | None = None, message: str | None = None
+    ) -> None:
+        super().__init__(message or f"no {kind} named {quoted(name)}", field=field)
         self.kind = kind
         self.name = name
 
@@ -185,12 +201,26 @@ class NoHistoryEntry(Conflict):
 
 class StaleRef(Conflict):
     """A ref that no longer names an element: the page or the browser changed since the
-    snapshot that made it. The caller should call ``snapshot`` again."""
+    snapshot that made it. The caller should call ``snapshot`` again. With ``selector``
+    instead: the element it matched went away while it was acted on; try again.
+
+    Attributes:
+        ref: the stale ref (None for a selector). field: ``ref`` or ``selector``.
+    """
 
     type_name = "stale_ref"
 
-    def __init__(self, ref: str, why: str) -> None:
-        super().__init__(f"ref {ref!r} is stale ({why}): call snapshot again for fresh refs")
+    def __init__(self, ref: str | None, why: str, *, selector: str | None = None) -> None:
+        if selector is not None:
+            message = (
+                f"the element matching selector {quoted(selector)} went away ({why}): try again"
+            )
+            super().__init__(message, field="selector")
+        else:
+            message = (
+                f"ref {quoted(ref or '')} is stale ({why}): call snapshot again for fresh refs"
+            )
+            super().__init__(message, field="ref")
         self.ref = ref
 
 
@@ -220,13 +250,22 @@ class SecretNotAllowed(Forbidden):
 
     Attributes:
         secret: the secret's name. host: the page's host.
+        field: the argument that named the secret (``secret`` for ``type_secret``).
     """
 
     type_name = "secret_not_allowed"
 
-    def __init__(self, secret: str, host: str, *, message: str | None = None) -> None:
+    def __init__(
+        self,
+        secret: str,
+        host: str,
+        *,
+        message: str | None = None,
+        field: str | None = None,
+    ) -> None:
         super().__init__(
-            message or f"secret {secret!r} may not be typed on {host!r}; nothing was typed"
+            message or f"secret {secret!r} may not be typed on {host!r}; nothing was typed",
+            field=field,
         )
         self.secret = secret
         self.host = host
@@ -247,9 +286,9 @@ class ClipboardNotAllowed(Forbidden):
     def __init__(self, chord: str, *, field: str = "keys") -> None:
         super().__init__(
             f"{chord} is a clipboard key: it may not be pressed in a session where a "
-            "secret was typed; nothing was pressed"
+            "secret was typed; nothing was pressed",
+            field=field,
         )
-        self.field = field
 
 
 class OwnAddress(Forbidden):
@@ -257,16 +296,16 @@ class OwnAddress(Forbidden):
     spelling of its address (SPEC §12): agents never drive their own admin.
 
     Attributes:
-        field: the argument that named it (``url``).
+        field: the argument that named it (``url``), None when no argument did.
     """
 
     type_name = "own_address"
 
-    def __init__(self, *, field: str = "url") -> None:
+    def __init__(self, *, field: str | None = "url") -> None:
         super().__init__(
-            "the URL reaches the sitekeep server itself, which is off limits to agents"
+            "the URL reaches the sitekeep server itself, which is off limits to agents",
+            field=field,
         )
-        self.field = field
 
 
 class MethodNotAllowed(SitekeepError):
@@ -288,12 +327,14 @@ class NavigationFailed(SitekeepError):
 
     Attributes:
         reason: the browser's error name, e.g. ``net::ERR_NAME_NOT_RESOLVED``.
+        field: the argument that held the URL (``url``), None when no argument did (a
+            reopen landing on the session's last page).
     """
 
     type_name = "navigation_failed"
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"the page could not be loaded: {reason}")
+    def __init__(self, reason: str, *, field: str | None = None) -> None:
+        super().__init__(f"the page could not be loaded: {reason}", field=field)
         self.reason = reason
 
 
@@ -450,6 +491,4 @@ def error_from_json(body: object) -> SitekeepError:
     for name, value in fields.items():
         if name not in ("type", "message") and isinstance(name, str):
             setattr(exc, name, value)
-    if isinstance(exc, InvalidInput) and not hasattr(exc, "field"):
-        exc.field = None
     return exc

@@ -205,7 +205,7 @@ class LiveSessions:
     async def _require(self, who: Principal, id_: str) -> LiveSession:
         live = await self.current(who.tenant, who.subject)
         if live is None or live.id != id_:
-            raise NotFound("live session", id_)
+            raise NotFound("live session", id_, field="id")
         return live
 
     async def _issue(self, who: Principal, live: LiveSession, sign_in: str) -> dict[str, Any]:

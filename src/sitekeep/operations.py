@@ -27,6 +27,7 @@ from sitekeep.errors import (
     InvalidInput,
     SecretNotAllowed,
     StaleRef,
+    quoted,
 )
 from sitekeep.journal.records import RefsStatus
 from sitekeep.model import RefMap
@@ -106,8 +107,8 @@ class Context:
         """The ``sharedId`` a ref (of this browser's last snapshot) or a selector names.
 
         Raises:
-            StaleRef: the ref is not from this browser's last snapshot.
-            InvalidInput / NotFound: a bad selector, or none matching.
+            StaleRef: the ref is not from this browser's last snapshot (field ``ref``).
+            InvalidInput / NotFound: a bad selector, or none matching (field ``selector``).
         """
         if selector is not None:
             return await page.locate(self.browser, selector)
@@ -126,16 +127,17 @@ class Context:
     async def on_element(
         self, ref: str | None, selector: str | None, act: Callable[[str], Awaitable[Any]]
     ) -> Any:
-        """Run ``act(sharedId)``; an element whose document is gone makes the ref stale."""
+        """Run ``act(sharedId)``; an element whose document is gone makes the ref stale
+        (or, for a selector, a :class:`StaleRef` naming the selector: try again)."""
         shared_id = await self.target(ref, selector)
         try:
             return await act(shared_id)
         except BidiError as exc:
-            if exc.code == "no such node":
-                raise StaleRef(
-                    ref or selector or "", "the page changed since the snapshot"
-                ) from exc
-            raise
+            if exc.code != "no such node":
+                raise
+            if selector is not None:
+                raise StaleRef(None, "the page changed", selector=selector) from exc
+            raise StaleRef(ref, "the page changed since the snapshot") from exc
 
 
 Handler = Callable[[Context, Any], Awaitable[Done]]
@@ -143,7 +145,7 @@ Handler = Callable[[Context, Any], Awaitable[Done]]
 
 async def _navigate(call: Context, args: NavigateArgs) -> Done:
     url = check_url(args.url, own=call.own, own_origins=call.own_origins)
-    return Done(page=await call.browser.navigate(url))
+    return Done(page=await call.browser.navigate(url, field="url"))
 
 
 async def _back(call: Context, _: NoArgs) -> Done:
@@ -168,9 +170,16 @@ async def _snapshot(call: Context, _: NoArgs) -> Done:
     return Done(result, refs="replaced", snapshot=refs)
 
 
+def _named_by(selector: str | None) -> str:
+    """The argument that named the element: ``selector`` when given, else ``ref``."""
+    return "ref" if selector is None else "selector"
+
+
 async def _click(call: Context, args: ClickArgs) -> Done:
+    field = _named_by(args.selector)
+
     async def act(shared_id: str) -> None:
-        await page.settle(call.browser, lambda: page.click(call.browser, shared_id))
+        await page.settle(call.browser, lambda: page.click(call.browser, shared_id, field))
 
     await call.on_element(args.ref, args.selector, act)
     return Done()
@@ -189,7 +198,7 @@ async def _type_into(
     submit: bool,
     guard: keys.Guard | None = None,
 ) -> None:
-    field = "ref" if selector is None else "selector"
+    field = _named_by(selector)
 
     async def act(shared_id: str) -> None:
         def typing() -> Awaitable[None]:
@@ -213,7 +222,7 @@ async def _type_secret(call: Context, args: TypeSecretArgs) -> Done:
     origin = hist.origin_of((await call.browser.page_info()).url)
     host = hist.host_of(origin) if origin else ""
     if not host or not host_allowed(host, info.hosts):
-        raise SecretNotAllowed(args.secret, host or "a page with no host")
+        raise SecretNotAllowed(args.secret, host or "a page with no host", field="secret")
     value = await call.secrets.reveal(args.secret, args.field)
     typed = ((args.secret, args.field),)
     guard = keys.Guard(args.secret, lambda h: host_allowed(h, info.hosts))
@@ -234,7 +243,8 @@ async def _press(call: Context, args: PressArgs) -> Done:
 async def _select(call: Context, args: SelectArgs) -> Done:
     async def act(shared_id: str) -> list[str]:
         chosen: list[str] = await page.settle(
-            call.browser, lambda: page.select(call.browser, shared_id, args.value)
+            call.browser,
+            lambda: page.select(call.browser, shared_id, args.value, _named_by(args.selector)),
         )
         return chosen
 
@@ -256,14 +266,17 @@ async def _screenshot(call: Context, _: NoArgs) -> Done:
 
 async def _wait_for(call: Context, args: WaitForArgs) -> Done:
     if not await page.wait_for(call.browser, args.text, args.selector, args.timeout):
-        what = f"text {args.text!r}" if args.text is not None else f"selector {args.selector!r}"
-        raise AssertionFailed(f"{what} did not appear within {args.timeout:g} s")
+        field, sought = (
+            ("text", args.text) if args.text is not None else ("selector", args.selector)
+        )
+        what = f"{field} {quoted(sought or '')}"
+        raise AssertionFailed(f"{what} did not appear within {args.timeout:g} s", field=field)
     return Done({"found": True}, refs="reused")
 
 
 async def _assert_text(call: Context, args: AssertTextArgs) -> Done:
     if not await page.text_present(call.browser, args.text, None):
-        raise AssertionFailed(f"the page does not show {args.text!r}")
+        raise AssertionFailed(f"the page does not show {quoted(args.text)}", field="text")
     return Done({"found": True}, refs="reused")
 
 

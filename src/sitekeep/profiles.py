@@ -75,21 +75,24 @@ def may_manage(row: ProfileRow, who: Principal) -> bool:
     return row.visibility == "workspace" and who.role == "admin"
 
 
-def gate(row: ProfileRow | None, who: Principal, op: Op, ident: str) -> ProfileRow:
-    """The one gate of every profile operation (SPEC §9).
+def gate(
+    row: ProfileRow | None, who: Principal, op: Op, ident: str, field: str | None = "id"
+) -> ProfileRow:
+    """The one gate of every profile operation (SPEC §9). ``field`` is the caller's
+    argument that held ``ident`` (``id`` in the routes, ``profile`` in ``open_session``).
 
     Returns:
         ``row``, when ``who`` may do ``op`` with it.
 
     Raises:
-        NotFound: ``("profile", ident)`` — no such profile in ``who``'s tenant, or a
+        NotFound: ``("profile", ident)`` (``field``) — no such profile in ``who``'s tenant, or a
             private one of someone else (admins included: its existence is not revealed).
         Forbidden: a workspace profile that ``who`` may read and use but not manage.
     """
     if row is None or row.tenant != who.tenant:
-        raise NotFound("profile", ident)
+        raise NotFound("profile", ident, field=field)
     if row.visibility == "private" and row.created_by != who.subject:
-        raise NotFound("profile", ident)
+        raise NotFound("profile", ident, field=field)
     if op in _MANAGE and not may_manage(row, who):
         raise Forbidden(
             f"profile {ident!r} is shared with the workspace: only its creator or an admin "
@@ -134,10 +137,10 @@ def check_country(value: object, field: str = "country") -> str:
     return value.strip().lower()
 
 
-def check_id(ident: object) -> str:
-    """A profile id as sitekeep makes them. Raises: NotFound for anything else."""
+def check_id(ident: object, field: str | None = "id") -> str:
+    """A profile id as sitekeep makes them. Raises: NotFound for anything else (``field``)."""
     if not isinstance(ident, str) or not _ID.match(ident):
-        raise NotFound("profile", str(ident)[:64])
+        raise NotFound("profile", str(ident)[:64], field=field)
     return ident
 
 
@@ -230,9 +233,11 @@ class Profiles:
         self._cipher = cipher
         self._clock = clock
 
-    async def _gated(self, who: Principal, ident: str, op: Op) -> ProfileRow:
-        ident = check_id(ident)
-        return gate(await self._store.get(who.tenant, ident), who, op, ident)
+    async def _gated(
+        self, who: Principal, ident: str, op: Op, field: str | None = "id"
+    ) -> ProfileRow:
+        ident = check_id(ident, field)
+        return gate(await self._store.get(who.tenant, ident), who, op, ident, field)
 
     async def create(
         self,
@@ -267,9 +272,11 @@ class Profiles:
         rows = await self._store.list(who.tenant)
         return [r for r in rows if r.visibility == "workspace" or r.created_by == who.subject]
 
-    async def get(self, who: Principal, ident: str, op: Op = "read") -> ProfileRow:
-        """One profile's row, gated for ``op``. Raises: NotFound, Forbidden."""
-        return await self._gated(who, ident, op)
+    async def get(
+        self, who: Principal, ident: str, op: Op = "read", *, field: str | None = "id"
+    ) -> ProfileRow:
+        """One profile's row, gated for ``op``. Raises: NotFound (``field``), Forbidden."""
+        return await self._gated(who, ident, op, field)
 
     async def update(self, who: Principal, ident: str, changes: Mapping[str, Any]) -> ProfileRow:
         """Change ``name``, ``visibility`` and/or ``country`` (None clears it).
@@ -325,15 +332,16 @@ class Profiles:
         await self._store.put(row)
         return row
 
-    async def load(self, who: Principal, ident: str, op: Op) -> Loaded:
+    async def load(self, who: Principal, ident: str, op: Op, *, field: str | None = "id") -> Loaded:
         """The profile's row and site data, gated for ``op`` (``use`` to open a session
         from it; ``capture`` — manage — to export its values).
 
         Raises:
-            NotFound, Forbidden: the gate. StoreUnavailable: the blob does not open for
+            NotFound, Forbidden: the gate (NotFound naming ``field``, the caller's
+            argument that held ``ident``). StoreUnavailable: the blob does not open for
             this profile (moved or tampered with).
         """
-        row = await self._gated(who, ident, op)
+        row = await self._gated(who, ident, op, field)
         if row.sealed is None:
             return Loaded(row, SiteData())
         plain = self._cipher.open(row.sealed, tenant=row.tenant, kind=KIND, ident=row.id)

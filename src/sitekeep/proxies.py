@@ -104,13 +104,13 @@ class Proxies:
         """One proxy. Raises: NotFound."""
         row = await self._store.get(tenant, name)
         if row is None:
-            raise NotFound("proxy", name)
+            raise NotFound("proxy", name, field="name")
         return row
 
     async def delete(self, tenant: str, name: str) -> None:
         """Delete one proxy. Raises: NotFound."""
         if not await self._store.delete(tenant, name):
-            raise NotFound("proxy", name)
+            raise NotFound("proxy", name, field="name")
 
     async def choose(self, tenant: str, country: object) -> ProxyRow:
         """A proxy of ``country`` from the tenant's pool (one at random when several).

@@ -241,6 +241,8 @@ class Session:
     unsettled: bool = False
     warnings: list[dict[str, Any]] = field(default_factory=list)
     save_full: bool = False
+    key_field: str = "key"
+    """The caller's argument that named the session (a missing one's error names it)."""
     _beginning: _Beginning | None = None
     """The begin of the operation under way, until its call has waited for it (for an
     operation in ``READS_FIRST``: while it is written beside its first reads)."""
@@ -368,8 +370,9 @@ class Session:
     # -- the browser ----------------------------------------------------------------------
 
     def require(self) -> SessionRecord:
+        """The session's record. Raises: NotFound (field :attr:`key_field`)."""
         if self.record is None:
-            raise NotFound("session", self.key)
+            raise NotFound("session", self.key, field=self.key_field)
         return self.record
 
     async def live(self, step: int | None = None) -> LiveBrowser:
@@ -645,10 +648,10 @@ class _Secrets:
     revealed: list[tuple[str, str]] = field(default_factory=list)
 
     async def info(self, name: str) -> SecretInfo:
-        return await self.vault.get_info(self.tenant, name)
+        return await self.vault.get_info(self.tenant, name, name_field="secret")
 
     async def reveal(self, name: str, field: str) -> str:
-        value = await self.vault.reveal(self.tenant, name, field)
+        value = await self.vault.reveal(self.tenant, name, field, name_field="secret")
         self.revealed.append((name, field))
         return value
 
@@ -700,18 +703,22 @@ class Seam:
         body: Callable[[Session], Awaitable[dict[str, Any]]],
         *,
         inspect: bool = True,
+        key_field: str = "key",
     ) -> dict[str, Any]:
         """Run ``body`` on the session with its lock held; first, when ``inspect`` and an
         earlier call left the session unsettled, inspect and settle it (SPEC §8).
+        ``key_field`` is the caller's argument that named the session.
 
         Raises:
+            InvalidInput: a malformed key (field ``key_field``).
             SessionBusy: another call held the session past ``SITEKEEP_LOCK_WAIT``.
         """
-        key = check_key(key)
+        key = check_key(key, key_field)
         async with self.held(who.tenant, key):
             jkey = JournalKey(who.tenant, key)
             track = self._tracks.pop(jkey, None) or await self.replay(jkey)
-            session = Session(self, who, key, await self.load(who.tenant, key), track)
+            record = await self.load(who.tenant, key)
+            session = Session(self, who, key, record, track, key_field=key_field)
             try:
                 if inspect and track.state.unsettled:
                     await session.inspect()
@@ -792,10 +799,11 @@ class Seam:
         except ValidationError as exc:
             raise StoreUnavailable(f"session {key!r} is stored in an unreadable form") from exc
 
-    async def require(self, who: Principal, key: str) -> SessionRecord:
-        record = await self.load(who.tenant, check_key(key))
+    async def require(self, who: Principal, key: str, field: str = "key") -> SessionRecord:
+        """The session's record. Raises: InvalidInput, NotFound (both naming ``field``)."""
+        record = await self.load(who.tenant, check_key(key, field))
         if record is None:
-            raise NotFound("session", key)
+            raise NotFound("session", key, field=field)
         return record
 
     async def put(self, record: SessionRecord) -> None:
@@ -878,11 +886,16 @@ class Seam:
         land: str | None,
         restore_data: bool,
         preset: SiteData | None = None,
+        land_field: str | None = None,
     ) -> tuple[LiveBrowser, dict[str, Any] | None]:
         """A new browser for the session, its run in the ledger: reserved under the caps
         before the browser starts, and where it runs recorded before anything loads in it.
         It runs through the session's proxy (SPEC §14); ``preset`` (a profile's site data)
         is restored instead of the session's snapshot.
+
+        Args:
+            land_field: the caller's argument that held ``land``, which a failed load
+                names (``NavigationFailed.field``); None when ``land`` is the last page.
 
         Raises:
             CapacityExceeded: a cap is reached; no browser was started.
@@ -902,7 +915,10 @@ class Seam:
             await self.release(live.ref, "crashed")
             raise
         try:
-            return live, await self._fill_new_browser(live, record, land, restore_data, preset)
+            filled = await self._fill_new_browser(
+                live, record, land, restore_data, preset, land_field
+            )
+            return live, filled
         except BaseException:
             # No record names this browser yet: a failed first load (an unsafe port, a
             # page slower than the navigation timeout) would leave it running unowned.
@@ -1004,6 +1020,7 @@ class Seam:
         land: str | None,
         restore_data: bool,
         preset: SiteData | None = None,
+        land_field: str | None = None,
     ) -> dict[str, Any] | None:
         """Restore the session's snapshot (or ``preset``: a profile's site data) into a
         new browser, then land; the restore report, or None when nothing was written."""
@@ -1016,7 +1033,7 @@ class Seam:
                 snapshot = await self._profile_data(record)
         if snapshot is None:
             if land:
-                await live.navigate(land)
+                await live.navigate(land, field=land_field)
             return None
         warnings = await self.user_agent(live, record, snapshot)
         with self.metrics.timed(self.metrics.restores):
@@ -1035,7 +1052,7 @@ class Seam:
         assert record.profile is not None
         owner = Principal(record.tenant, record.owner, "member")
         try:
-            return (await self.profiles.load(owner, record.profile, "use")).site_data
+            return (await self.profiles.load(owner, record.profile, "use", field=None)).site_data
         except (NotFound, Forbidden):
             return None  # deleted, or no longer shared: the session starts signed out
 

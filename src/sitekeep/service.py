@@ -236,11 +236,11 @@ class Service:
     async def _load(self, tenant: str, key: str) -> SessionRecord | None:
         return await self.seam.load(tenant, key)
 
-    async def _require(self, who: Principal, key: str) -> SessionRecord:
-        return await self.seam.require(who, key)
+    async def _require(self, who: Principal, key: str, field: str = "key") -> SessionRecord:
+        return await self.seam.require(who, key, field)
 
     async def _values_gate(
-        self, who: Principal, key: str, what: str, *, profile: bool = True
+        self, who: Principal, key: str, what: str, *, profile: bool = True, field: str = "key"
     ) -> SessionRecord:
         """The session's record when ``who`` may take its values out (attacker review M2,
         M4): a storage-state export or import, a capture or save into a profile, the
@@ -252,9 +252,10 @@ class Service:
         False: a write that takes no value out (an import) needs the owner or an admin only.
 
         Raises:
-            NotFound: no such session. Forbidden: none of those; nothing was changed.
+            NotFound: no such session (naming ``field``, the argument that held ``key``).
+            Forbidden: none of those; nothing was changed.
         """
-        record = await self._require(who, key)
+        record = await self._require(who, key, field)
         if who.role != "admin" and who.subject != record.owner:
             raise Forbidden(f"only an admin or the session's owner may {what}")
         if profile and record.profile is not None:
@@ -365,7 +366,11 @@ class Service:
         key = check_key(key) if key is not None else secrets.token_hex(6)
         kind = self._kind(browser)
         # The gate first: a profile one may not use is refused before anything else.
-        loaded = await self.profiles.load(who, profile, "use") if profile is not None else None
+        loaded = (
+            await self.profiles.load(who, profile, "use", field="profile")
+            if profile is not None
+            else None
+        )
         if country is None and loaded is not None:
             country = loaded.row.country  # a profile signs in from where it was captured
         route = await self.proxies.choose(who.tenant, country) if country is not None else None
@@ -470,6 +475,7 @@ class Service:
                 land=url or record.url or (first_site(preset) if preset else None),
                 restore_data=restore_site_data,
                 preset=preset,
+                land_field="url" if url else None,
             )
             s.browser = live
             await s.journal_new_browser("opened", report)
@@ -485,7 +491,7 @@ class Service:
                 if snapshot is not None and snapshot.user_agent:
                     await override_user_agent(live, snapshot.user_agent)
             if url is not None:
-                await live.navigate(url)
+                await live.navigate(url, field="url")
         if insecure:
             result["hint"] = INSECURE_HINT
         if record.proxy is not None:
@@ -642,7 +648,8 @@ class Service:
                 SPEC §8); the browser was not touched.
         """
         if profile is not None:
-            await self.profiles.get(who, profile, "capture")  # the gates, before the browser
+            # the gates, before the browser
+            await self.profiles.get(who, profile, "capture", field="profile")
             await self._values_gate(who, key, "save it into a profile")
 
         async def body(s: Session) -> dict[str, Any]:
@@ -666,7 +673,7 @@ class Service:
         # The record and the snapshot in one store round trip (the hot read, SPEC §16).
         [(record, snapshot)] = await self.seam.load_with_snapshots(who.tenant, [check_key(key)])
         if record is None:
-            raise NotFound("session", key)
+            raise NotFound("session", key, field="key")
         live = await self._live(record)
         page = await live.page_info() if live is not None else None
         url = page.url if page else record.url
@@ -906,7 +913,7 @@ class Service:
         record = await self._values_gate(who, key, "see its values")
         snapshot = await self._load_snapshot(who.tenant, key)
         if snapshot is None:
-            raise NotFound("site", site)
+            raise NotFound("site", site, field="site")
         masker = await self.seam.masker(who.tenant, record)
         return well_formed(masker.value({"key": key, **sitedata.host_view(snapshot, site)}))
 
@@ -983,7 +990,7 @@ class Service:
                 nothing was written.
         """
         await self.profiles.get(who, ident, "capture")
-        await self._values_gate(who, session, "capture it into a profile")
+        await self._values_gate(who, session, "capture it into a profile", field="session")
 
         args = {"profile": ident, "cookies": None if cookies is None else len(cookies)}
 
@@ -1007,7 +1014,7 @@ class Service:
             done = {"cookies": len(kept.cookies), "sites": sorted(kept.origins)}
             return await s.end({"profile": self._profile(row, who), "captured": done})
 
-        return await self.seam.call(who, session, body)
+        return await self.seam.call(who, session, body, key_field="session")
 
     async def import_profile_state(
         self,
@@ -1207,13 +1214,13 @@ class Service:
 
     async def get_secret(self, who: Principal, name: str) -> SecretInfo:
         """One secret's info. Raises: NotFound."""
-        return await self.secrets.get_info(who.tenant, name)
+        return await self.secrets.get_info(who.tenant, name, name_field="name")
 
     async def delete_secret(self, who: Principal, name: str) -> None:
         """Delete a secret (admin). Raises: NotFound when the tenant has none of that name."""
         self.require_admin(who, "managing secrets")
         if not await self.secrets.delete(who.tenant, name):
-            raise NotFound("secret", name)
+            raise NotFound("secret", name, field="name")
 
     async def put_proxy(
         self,

@@ -295,11 +295,12 @@ def host_view(snapshot: SiteData, host: str) -> dict[str, Any]:
     """One host in full, httpOnly values shown as ``•••`` (the owner's per-host view).
 
     Raises:
-        NotFound: the snapshot holds nothing for ``host``.
+        NotFound: the snapshot holds nothing for ``host`` (field ``site``, the argument
+            that names a host in every route and resource that shows one).
     """
     host = host.lower()
     if host not in _hosts(snapshot):
-        raise NotFound("site", host)
+        raise NotFound("site", host, field="site")
     cookies = [
         {
             "name": c.name,

@@ -84,19 +84,28 @@ class Vault:
         """The tenant's secrets, sorted by name, without values."""
         return [_info(row) for row in await self._store.list(tenant)]
 
-    async def get_info(self, tenant: str, name: str) -> SecretInfo:
+    async def get_info(
+        self, tenant: str, name: str, *, name_field: str | None = None
+    ) -> SecretInfo:
         """One secret's info, without values.
 
+        Args:
+            name_field: the caller's argument that held ``name`` (``name`` for the
+                secret routes, ``secret`` for ``type_secret``), None when none did.
+
         Raises:
-            NotFound: ``("secret", name)`` — none of that name in this tenant.
+            NotFound: ``("secret", name)`` — none of that name in this tenant (field
+                ``name_field``).
         """
-        return _info(await self._row(tenant, name))
+        return _info(await self._row(tenant, name, name_field))
 
     async def delete(self, tenant: str, name: str) -> bool:
         """Delete one secret; whether it existed."""
         return await self._store.delete(tenant, name)
 
-    async def reveal(self, tenant: str, name: str, key: str) -> str:
+    async def reveal(
+        self, tenant: str, name: str, key: str, *, name_field: str | None = None
+    ) -> str:
         """The value under ``key`` of secret ``name``: the one place a value comes out, for
         typing into a page whose host the caller has checked (SPEC §7).
 
@@ -104,11 +113,12 @@ class Vault:
             InvalidInput: a key the secret lacks (field ``field``; the message lists the
                 secret's key names, never the key asked for, which may be a value pasted in
                 the wrong place).
-            NotFound: ``("secret", name)``.
+            NotFound: ``("secret", name)``, naming ``name_field`` (the argument that
+                held ``name``).
             StoreUnavailable: the sealed values do not open for this (tenant, name), or the
                 clear host patterns or key names no longer match the sealed copy.
         """
-        row = await self._row(tenant, name)
+        row = await self._row(tenant, name, name_field)
         if key not in row.keys:
             raise InvalidInput(
                 f"secret {name!r} has no such field; its fields are: {', '.join(row.keys)}",
@@ -124,8 +134,8 @@ class Vault:
             )
         return values[key]
 
-    async def _row(self, tenant: str, name: str) -> SecretRow:
+    async def _row(self, tenant: str, name: str, field: str | None) -> SecretRow:
         row = await self._store.get(tenant, name)
         if row is None:
-            raise NotFound("secret", name)
+            raise NotFound("secret", name, field=field)
         return row

@@ -150,7 +150,11 @@ async def test_another_tenants_session_is_404_on_every_route_and_nothing_changes
     before = await admin.state()
     for method, path in ROUTES[1:]:
         body = await admin.call(method, path, as_="intruder", status=404)
-        assert body["error"] == {"type": "not_found", "message": "no session named 's1'"}
+        assert body["error"] == {
+            "type": "not_found",
+            "message": "no session named 's1'",
+            "field": "key",
+        }
     assert await admin.call("GET", "/admin/sessions", as_="intruder") == {"sessions": []}
     assert await admin.state() == before
 

@@ -44,6 +44,7 @@ def test_client_errors_are_the_servers_exception_classes(served: Served) -> None
         with pytest.raises(NotFound) as missing:
             client.session("no-such-session").current()
         assert missing.value.message == "no session named 'no-such-session'"
+        assert missing.value.field == "key"
         with pytest.raises(InvalidInput) as bad:
             client.session("x").open(url="file:///etc/passwd")
         assert bad.value.field == "url"

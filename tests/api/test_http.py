@@ -54,7 +54,11 @@ async def test_an_unknown_session_is_404(api: Api) -> None:
         body = {"url": "http://app.example.test/"} if path.endswith("navigate") else None
         reply = await api.http.request(method, path, json=body)
         assert reply.status_code == 404, (method, path)
-        assert reply.json()["error"] == {"type": "not_found", "message": "no session named 'nope'"}
+        assert reply.json()["error"] == {
+            "type": "not_found",
+            "message": "no session named 'nope'",
+            "field": "key",
+        }
 
 
 @pytest.mark.parametrize(

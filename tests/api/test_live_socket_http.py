@@ -156,3 +156,30 @@ def test_a_binary_first_message_is_refused_like_a_missing_ticket(served: Served)
             _next_message(ws, CLOSE_WAIT)
         assert ws.close_code == 4401
     assert refusal["error"]["type"] == "unauthorized"
+
+
+def test_a_live_session_whose_browser_was_closed_is_refused_naming_the_session(
+    served: Served,
+) -> None:
+    with httpx.Client(base_url=served.url, timeout=OPEN_WAIT) as http:
+        opened = http.post(
+            "/v1/live-sessions", json={"key": "live-closed"}, headers=_bearer(served.token)
+        )
+        assert opened.status_code == 200, opened.text
+        live = opened.json()
+        try:
+            closed = http.delete("/v1/sessions/live-closed/browser", headers=_bearer(served.token))
+            assert closed.status_code == 200, closed.text
+            url = served.url.replace("http://", "ws://") + live["socket"]
+            with connect(url) as ws:
+                ws.send(json.dumps({"ticket": live["ticket"]}))
+                refusal = _next_message(ws, CLOSE_WAIT)
+                with pytest.raises(ConnectionClosed):
+                    _next_message(ws, CLOSE_WAIT)
+                assert ws.close_code == 4404
+        finally:
+            http.delete("/v1/sessions/live-closed", headers=_bearer(served.token))
+    assert refusal["error"] == {
+        "type": "not_found",
+        "message": "session 'live-closed' has no live browser: open it again",
+    }

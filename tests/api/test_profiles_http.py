@@ -164,6 +164,7 @@ async def test_the_gate_decides_every_operation_and_a_refusal_changes_nothing(
             assert body["type"] == {404: "not_found", 403: "forbidden"}[got]
             if got == 404:  # no existence leak: the same answer as a profile never made
                 assert body["message"] == f"no profile named {ident!r}"
+                assert body["field"] == ("profile" if op == "use" else "id")
     after = await clients.service.profiles._store.get(WHO.tenant, ident)
     if expected(actor, visibility, "delete") == 200:
         assert after is None

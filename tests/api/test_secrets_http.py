@@ -139,7 +139,11 @@ async def test_an_unknown_secret_is_404(secrets: Secrets) -> None:
     for method, who in (("GET", "member"), ("DELETE", "admin")):
         reply = await secrets.call(method, "/v1/secrets/nope", as_=who)
         assert reply.status_code == 404, method
-        assert reply.json()["error"] == {"type": "not_found", "message": "no secret named 'nope'"}
+        assert reply.json()["error"] == {
+            "type": "not_found",
+            "message": "no secret named 'nope'",
+            "field": "name",
+        }
 
 
 @pytest.mark.parametrize(

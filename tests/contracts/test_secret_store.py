@@ -126,6 +126,19 @@ async def test_an_unknown_secret_is_not_found(store: Vault) -> None:
     assert await store.delete("t1", "nope") is False
 
 
+async def test_an_unknown_secret_names_the_argument_that_held_its_name(store: Vault) -> None:
+    for read in (
+        lambda: store.get_info("t1", "nope", name_field="secret"),
+        lambda: store.reveal("t1", "nope", "password", name_field="secret"),
+    ):
+        with pytest.raises(NotFound) as caught:
+            await read()
+        assert caught.value.field == "secret"
+    with pytest.raises(NotFound) as caught:
+        await store.get_info("t1", "nope")
+    assert caught.value.field is None  # no argument named it (a proxy's stored secret)
+
+
 async def test_one_tenant_never_sees_another_tenants_secret(store: Vault) -> None:
     await put(store, tenant="t1")
     assert await store.list("t2") == []

@@ -7,6 +7,7 @@ import base64
 
 import pytest
 
+from fixtures.serve import free_port
 from fixtures.sites import FORM_PASSWORD, FORM_USER, Sites
 from support import Api
 
@@ -115,3 +116,43 @@ async def test_bad_page_tool_input_is_400_and_changes_nothing(
     assert error["type"] == "invalid_input"
     assert error.get("field") == field
     assert (await api.call("GET", "/v1/sessions/b"))["title"] == "Form — sign in"
+
+
+@pytest.mark.parametrize(
+    ("op", "body"),
+    [("click", {}), ("type", {"text": "x"}), ("select", {"value": "Pro plan"}), ("read", {})],
+)
+async def test_an_unknown_selector_is_404_naming_the_selector_and_changes_nothing(
+    on_the_form: Api, op: str, body: dict[str, object]
+) -> None:
+    api = on_the_form
+    reply = await api.http.post(f"/v1/sessions/b/{op}", json={"selector": "#nowhere", **body})
+    assert reply.status_code == 404, reply.text
+    assert reply.json()["error"] == {
+        "type": "not_found",
+        "message": "no element matches the selector '#nowhere'",
+        "field": "selector",
+    }
+    assert (await api.call("GET", "/v1/sessions/b"))["title"] == "Form — sign in"
+
+
+async def test_an_unreachable_url_is_502_naming_the_url_on_navigate_open_and_in_a_flow(
+    api: Api, sites: Sites
+) -> None:
+    nowhere = f"http://127.0.0.1:{free_port()}/"  # nothing listens: connection refused
+
+    def refused(error: dict[str, object]) -> None:
+        assert error["type"] == "navigation_failed" and error["field"] == "url", error
+        assert "CONNECTION_REFUSED" in str(error["reason"])
+
+    await api.open(key="n", url=sites.url("form.example.test", "/login"))
+    reply = await api.http.post("/v1/sessions/n/navigate", json={"url": nowhere})
+    assert reply.status_code == 502, reply.text
+    refused(reply.json()["error"])
+    opened = await api.http.post("/v1/sessions", json={"key": "n2", "url": nowhere})
+    assert opened.status_code == 502, opened.text
+    refused(opened.json()["error"])
+    flow = await api.call(
+        "POST", "/v1/sessions/n/flows", {"steps": [{"op": "navigate", "url": nowhere}]}
+    )
+    refused(flow["steps"][0]["error"])

@@ -105,6 +105,11 @@ async def test_an_unknown_secret_or_field_is_named_without_a_value(api: Api, sit
         "/v1/sessions/u/type-secret", json={"selector": "#pass", "secret": "nope", "field": "x"}
     )
     assert missing.status_code == 404
+    assert missing.json()["error"] == {
+        "type": "not_found",
+        "message": "no secret named 'nope'",
+        "field": "secret",
+    }
     wrong = await api.http.post(
         "/v1/sessions/u/type-secret",
         json={"selector": "#pass", "secret": "form-login", "field": "pin"},

@@ -14,6 +14,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, ImageContent, TextContent
 
+from fixtures.serve import free_port
 from fixtures.sites import FORM_PASSWORD, FORM_USER, Sites
 from sitekeep.config import Settings
 from sitekeep.errors import NotFound
@@ -175,8 +176,22 @@ async def test_errors_come_back_as_error_results_naming_the_field(
 
     stale = error_of(await client.call_tool("click", {"key": "e", "ref": "e999"}))
     assert stale["type"] == "stale_ref" and "snapshot again" in stale["message"]
+    assert stale["field"] == "ref" and stale["ref"] == "e999"
     missing = error_of(await client.call_tool("back", {"key": "nobody"}))
-    assert missing["type"] == "not_found"
+    assert missing["type"] == "not_found" and missing["field"] == "key"
+    unknown = error_of(await client.call_tool("click", {"key": "e", "selector": "#nowhere"}))
+    assert unknown == {
+        "type": "not_found",
+        "message": "no element matches the selector '#nowhere'",
+        "field": "selector",
+    }
+    secret = {"key": "e", "selector": "#pass", "secret": "nope", "field": "password"}
+    no_secret = error_of(await client.call_tool("type_secret", secret))
+    assert no_secret["type"] == "not_found" and no_secret["field"] == "secret"
+    nowhere = f"http://127.0.0.1:{free_port()}/"  # nothing listens: connection refused
+    failed = error_of(await client.call_tool("navigate", {"key": "e", "url": nowhere}))
+    assert failed["type"] == "navigation_failed" and failed["field"] == "url"
+    assert "CONNECTION_REFUSED" in failed["reason"]
     flow = error_of(await client.call_tool("run_flow", {"key": "e", "steps": [{"op": "navigate"}]}))
     assert flow["field"] == "steps[0].url"
 
@@ -249,11 +264,13 @@ async def test_profiles_through_mcp_are_gated_and_an_unknown_country_names_the_f
     assert error_of(hidden) == {
         "type": "not_found",
         "message": f"no profile named {theirs.id!r}",
+        "field": "profile",
     }
     far = await client.call_tool("open_session", {"key": "p", "country": "jp"})
     assert error_of(far)["field"] == "country"
     hidden_save = await client.call_tool("save_site_data", {"key": "p", "profile": theirs.id})
     assert error_of(hidden_save)["message"] == f"no profile named {theirs.id!r}"
+    assert error_of(hidden_save)["field"] == "profile"
     assert await service.stores.runs.open_runs() == []
 
 

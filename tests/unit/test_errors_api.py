@@ -48,6 +48,7 @@ from sitekeep.errors import (
     Unauthorized,
     Unreachable,
     error_from_json,
+    quoted,
 )
 
 # One instance of every public error, and the status SPEC §5 / errors.py give it.
@@ -56,15 +57,15 @@ CASES: dict[str, tuple[SitekeepError, int]] = {
     "SnapshotTooLarge": (SnapshotTooLarge(size=2_000_000, cap=1_000_000), 400),
     "Unauthorized": (Unauthorized("no bearer token"), 401),
     "Forbidden": (Forbidden("admins only"), 403),
-    "NotFound": (NotFound("session", "s1"), 404),
+    "NotFound": (NotFound("session", "s1", field="key"), 404),
     "Conflict": (Conflict("the session is busy"), 409),
     "NoHistoryEntry": (NoHistoryEntry(-1), 409),
     "StaleRef": (StaleRef("e3", "the page changed since the snapshot"), 409),
     "SessionBusy": (SessionBusy(120.0), 409),
     "AssertionFailed": (AssertionFailed("the page does not show 'x'"), 409),
-    "SecretNotAllowed": (SecretNotAllowed("login", "evil.example.test"), 403),
+    "SecretNotAllowed": (SecretNotAllowed("login", "evil.example.test", field="secret"), 403),
     "CapacityExceeded": (CapacityExceeded("too many sessions", scope="tenant"), 429),
-    "NavigationFailed": (NavigationFailed("net::ERR_NAME_NOT_RESOLVED"), 502),
+    "NavigationFailed": (NavigationFailed("net::ERR_NAME_NOT_RESOLVED", field="url"), 502),
     "StoreUnavailable": (StoreUnavailable("the session store is down"), 503),
     "BrowserUnavailable": (BrowserUnavailable("the browser is gone"), 503),
     "BidiError": (BidiError("no such frame", "browsingContext.navigate"), 503),
@@ -78,7 +79,7 @@ CASES: dict[str, tuple[SitekeepError, int]] = {
     "ClipboardNotAllowed": (ClipboardNotAllowed("Control+C"), 403),
     "MethodNotAllowed": (MethodNotAllowed("PUT", "/v1/sessions/k", ("DELETE", "GET")), 405),
 }
-FUNCTIONS = {"error_json", "error_from_json"}
+FUNCTIONS = {"error_json", "error_from_json", "quoted"}
 
 
 class Body(BaseModel):
@@ -172,6 +173,44 @@ def test_structured_fields_travel_in_the_body(client: TestClient) -> None:
         client.get("/raise/NavigationFailed").json()["error"]["reason"]
         == "net::ERR_NAME_NOT_RESOLVED"
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "field"),
+    [
+        ("NotFound", "key"),
+        ("StaleRef", "ref"),
+        ("SecretNotAllowed", "secret"),
+        ("NavigationFailed", "url"),
+        ("OwnAddress", "url"),
+        ("ClipboardNotAllowed", "keys"),
+    ],
+)
+def test_an_error_that_blames_one_argument_names_it_in_field(
+    client: TestClient, name: str, field: str
+) -> None:
+    error = client.get(f"/raise/{name}").json()["error"]
+    assert error["field"] == field
+    assert {"type", "message"} <= set(error)
+
+
+def test_a_stale_selector_names_the_selector_not_a_ref() -> None:
+    error = StaleRef(None, "the page changed", selector="#go")
+    assert error.field == "selector" and error.ref is None
+    assert "'#go'" in error.message and "ref" not in error.message
+
+
+def test_a_message_quotes_at_most_a_bounded_prefix_of_what_the_caller_sent() -> None:
+    long = "#x" + "y" * 5000
+    assert len(NotFound("element", long).message) < 120
+    assert len(StaleRef(long, "gone").message) < 200
+    assert quoted("#x") == "'#x'" and quoted("a" * 100).endswith("…")
+
+
+def test_every_error_has_a_field_attribute_none_unless_one_argument_is_to_blame() -> None:
+    assert Conflict("busy").field is None
+    assert error_from_json({"type": "conflict", "message": "m"}).field is None
+    assert error_from_json({"type": "not_found", "message": "m", "field": "key"}).field == "key"
 
 
 def test_method_not_allowed_lists_the_methods_in_allow(client: TestClient) -> None:

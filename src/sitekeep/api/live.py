@@ -31,7 +31,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, ConfigDict
 
 from sitekeep.api.app import Svc, Who
-from sitekeep.errors import Forbidden, NotFound, SitekeepError, Unauthorized
+from sitekeep.errors import Forbidden, NotFound, SitekeepError, Unauthorized, error_json, quoted
 from sitekeep.live import Relay
 from sitekeep.service import Service
 from sitekeep.ui.guard import check_origin
@@ -76,7 +76,8 @@ async def end_live_session(id_: str, who: Who, svc: Svc) -> dict[str, Any]:
 
 
 def _refusal(exc: SitekeepError) -> str:
-    return json.dumps({"type": "error", "error": {"type": exc.type_name, "message": exc.message}})
+    """The socket's ``error`` message: the one error shape (``errors.error_json``)."""
+    return json.dumps({"type": "error", "error": error_json(exc)})
 
 
 async def serve_socket(ws: WebSocket, svc: Service, id_: str) -> None:
@@ -109,7 +110,8 @@ async def serve_socket(ws: WebSocket, svc: Service, id_: str) -> None:
         return
     browser = await svc.live_browser(who, live.key)
     if browser is None:
-        await ws.send_text(_refusal(NotFound("browser of session", live.key)))
+        gone = f"session {quoted(live.key)} has no live browser: open it again"
+        await ws.send_text(_refusal(NotFound("browser", live.key, message=gone)))
         await ws.close(4404)
         return
     relay = Relay(

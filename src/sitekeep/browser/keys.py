@@ -322,7 +322,7 @@ def _error(stop: _Stopped, guard: Guard | None, field: str) -> SitekeepError:
         return BidiTimeout("typing", TYPE_BUDGET)
     if guard is not None and stop.reason in ("host", "frame", "moved", "gone"):
         where = stop.host or ("a frame" if stop.reason == "frame" else "another page")
-        return SecretNotAllowed(guard.secret, where)
+        return SecretNotAllowed(guard.secret, where, field="secret")
     if stop.typed == 0 and stop.reason == "focus":
         return InvalidInput("the element does not take the keyboard focus", field=field)
     if stop.typed == 0 and stop.reason == "not editable":

@@ -117,8 +117,14 @@ class LiveBrowser:
                     raise
                 await asyncio.sleep(0.02)
 
-    async def navigate(self, url: str, context: str | None = None) -> PageInfo:
+    async def navigate(
+        self, url: str, context: str | None = None, *, field: str | None = "url"
+    ) -> PageInfo:
         """``browsingContext.navigate`` with ``wait: complete``; returns where it landed.
+
+        Args:
+            field: the caller's argument that held ``url``, named by the errors below;
+                None when no argument did (a reopen landing on the last page).
 
         Raises:
             NavigationFailed: the page could not be loaded (``reason`` net::ERR_…).
@@ -134,11 +140,11 @@ class LiveBrowser:
             )
         except BidiError as exc:
             if self.guard is not None and self.guard.refusals > refused:
-                raise OwnAddress() from exc
+                raise OwnAddress(field=field) from exc
             reason = _NET_ERROR.search(exc.detail)
             if reason is None:
                 raise
-            raise NavigationFailed(reason.group(0)) from exc
+            raise NavigationFailed(reason.group(0), field=field) from exc
         return await self.page_info(context)
 
     async def traverse(self, delta: int) -> PageInfo:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sitekeep.browser.live import LiveBrowser
-from sitekeep.errors import BidiError, BrowserUnavailable, InvalidInput, NotFound
+from sitekeep.errors import BidiError, BrowserUnavailable, InvalidInput, NotFound, quoted
 
 __all__ = [
     "KEYS",
@@ -186,7 +186,7 @@ async def locate(browser: LiveBrowser, selector: str) -> str:
 
     Raises:
         InvalidInput: the selector is not valid CSS (field ``selector``).
-        NotFound: no element matches.
+        NotFound: no element matches (field ``selector``).
     """
     try:
         result = await browser.conn.send(
@@ -203,8 +203,17 @@ async def locate(browser: LiveBrowser, selector: str) -> str:
         raise
     nodes = result.get("nodes") or []
     if not nodes:
-        raise NotFound("element matching", selector)
+        raise _no_match(selector)
     return str(nodes[0]["sharedId"])
+
+
+def _no_match(selector: str) -> NotFound:
+    return NotFound(
+        "element",
+        selector,
+        field="selector",
+        message=f"no element matches the selector {quoted(selector)}",
+    )
 
 
 async def call_on(browser: LiveBrowser, shared_id: str, function: str, *args: Any) -> Any:
@@ -256,15 +265,15 @@ _SELECT = """(el, wanted) => {
 }"""
 
 
-async def click(browser: LiveBrowser, shared_id: str) -> None:
+async def click(browser: LiveBrowser, shared_id: str, field: str = "ref") -> None:
     """Scroll the element into view and click its centre with the mouse.
 
     Raises:
-        InvalidInput: the element is disabled.
+        InvalidInput: the element is disabled (``field``: the argument that named it).
     """
     state = await call_on(browser, shared_id, _PREPARE)
     if state.get("disabled"):
-        raise InvalidInput("the element is disabled", field="ref")
+        raise InvalidInput("the element is disabled", field=field)
     origin = {"type": "element", "element": {"sharedId": shared_id}}
     await _perform(
         browser,
@@ -314,17 +323,19 @@ async def press(browser: LiveBrowser, keys: str) -> None:
     await _perform(browser, {"type": "key", "id": "keyboard", "actions": actions})
 
 
-async def select(browser: LiveBrowser, shared_id: str, value: str) -> list[str]:
+async def select(browser: LiveBrowser, shared_id: str, value: str, field: str = "ref") -> list[str]:
     """Choose an option of a ``<select>`` by its value or its label.
 
     Raises:
-        InvalidInput: not a select, or no such option (field ``value``, naming the labels).
+        InvalidInput: not a select (``field``: the argument that named the element), or
+            no such option (field ``value``, naming the labels).
     """
     result = await call_on(browser, shared_id, _SELECT, value)
     if "error" in result:
         labels = ", ".join(result.get("options") or [])
         detail = f"; options: {labels}" if labels else ""
-        raise InvalidInput(f"{result['error']}{detail}", field="value")
+        blamed = "value" if result.get("options") is not None else field
+        raise InvalidInput(f"{result['error']}{detail}", field=blamed)
     return [str(v) for v in result["selected"]]
 
 
@@ -349,7 +360,8 @@ async def read(browser: LiveBrowser, selector: str | None, max_chars: int) -> tu
         (text, up to ``max_chars`` characters; the full length).
 
     Raises:
-        InvalidInput: an invalid selector. NotFound: no element matches.
+        InvalidInput: an invalid selector. NotFound: no element matches (field
+            ``selector``), or the page has no body.
     """
     try:
         found = await browser.evaluate_json(_READ, selector or "", str(max_chars))
@@ -358,7 +370,9 @@ async def read(browser: LiveBrowser, selector: str | None, max_chars: int) -> tu
             raise InvalidInput("not a valid CSS selector", field="selector") from exc
         raise
     if found is None:
-        raise NotFound("element matching", selector or "body")
+        if selector:
+            raise _no_match(selector)
+        raise NotFound("element", "body", message="the page has no body to read")
     return str(found["text"]), int(found["length"])
 
 

@@ -548,7 +548,7 @@ async def _own_live(signed: SignIn, svc: Service, id_: str) -> LiveSession:
     who = signed.principal
     live = await svc.live.current(who.tenant, who.subject)
     if live is None or live.id != id_:
-        raise NotFound("live session", id_)
+        raise NotFound("live session", id_, field="id")
     return live
 
 
@@ -586,7 +586,7 @@ async def live_end(id_: str, signed: Writer, svc: Svc) -> Response:
 async def static(name: str) -> Response:
     """The UI's own scripts and styles, shipped inside the package (never a CDN)."""
     if name not in _STATIC:
-        raise NotFound("file", name)
+        raise NotFound("file", name, field="name")
     return Response(
         _static_file(name),
         media_type=_STATIC[name],

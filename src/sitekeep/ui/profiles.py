@@ -98,7 +98,7 @@ def _port(svc: Service) -> ProfilesPort:
         NotFound: this server has no profiles yet.
     """
     if not hasattr(svc, "list_profiles"):
-        raise NotFound("page", "profiles (not on this server yet)")
+        raise NotFound("page", "profiles", message="this server has no profiles page yet")
     return cast(ProfilesPort, svc)
 
 
