@@ -410,9 +410,9 @@ class Bench:
             await service.navigate(WHO, key, url)
 
         async def save(full: bool) -> float:
-            start = time.perf_counter()
+            start = self.clock()
             result = await service.save_site_data(WHO, key, full=full)
-            took = ms(start)
+            took = self.lap(start)
             check(result["saved"]["cookies"] == 3 * n, "Firefox saved cookies")
             check(len(result["saved"]["sites"]) == n, "Firefox saved sites")
             return took
@@ -430,6 +430,8 @@ class Bench:
                 took = await save(full)
                 if op in out:
                     out[op].firefox.append(took)
+        if phases and "save" in out:
+            await self.trace(f"Firefox save, N={n}", lambda: save(False))
         await service.close_browser(WHO, key)
         snapshot = await service._load_snapshot(WHO.tenant, key)
         assert snapshot is not None
