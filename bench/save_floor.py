@@ -42,9 +42,8 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from fixtures.sites import start_sites  # noqa: E402
-from save_restore import FLAGS, WHO, setup_pages  # noqa: E402
+from save_restore import FIREFOX, WHO, bench_settings, setup_pages  # noqa: E402
 from sitekeep.browser.scripts import READ  # noqa: E402
-from sitekeep.config import Settings  # noqa: E402
 from sitekeep.service import Service  # noqa: E402
 
 console = Console(width=120)
@@ -59,14 +58,7 @@ assert _NO_IDB != READ, "READ changed: update the variant without indexedDB.data
 async def measure(browser: str, rounds: int) -> dict[str, list[float]]:
     sites = start_sites()
     tmp = tempfile.TemporaryDirectory(prefix="sitekeep-bench-")
-    settings = Settings(
-        data_dir=Path(tmp.name),
-        browser_args=tuple(FLAGS),
-        session_store="memory://",
-        browser=browser,
-        firefox_prefs={"network.dns.forceResolve": "127.0.0.1"},
-        warm_browsers={},
-    )
+    settings = bench_settings(Path(tmp.name), **{**FIREFOX, "browser": browser})
     service = Service.from_settings(settings)
     times: dict[str, list[float]] = {}
     try:

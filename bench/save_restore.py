@@ -131,6 +131,21 @@ OPS = frozenset({"save", "restore", "cold", "open"})
 
 console = Console(width=160)
 
+FIREFOX = {
+    "browser": "firefox",
+    "firefox_prefs": {"network.dns.forceResolve": "127.0.0.1"},
+    "warm_browsers": {},
+}
+"""Settings that turn :func:`bench_settings` into the Firefox service (test hosts mapped
+to loopback by preference, no pool)."""
+
+
+def bench_settings(data_dir: Path, **overrides: Any) -> Settings:
+    """The benches' service settings: local Chromium with :data:`FLAGS`, the memory
+    session store, files under ``data_dir``; ``overrides`` (e.g. ``**FIREFOX``) on top."""
+    base = {"browser_args": tuple(FLAGS), "session_store": "memory://"}
+    return Settings(data_dir=data_dir, **{**base, **overrides})
+
 
 # -- the workload ---------------------------------------------------------------------------
 
@@ -804,22 +819,10 @@ async def main(
     console.print(f"[bold]Chromium engine: {engine}[/bold] (load {_loadavg()})")
     sites = start_sites()
     tmp = tempfile.TemporaryDirectory(prefix="sitekeep-bench-")
-    settings = Settings(
-        data_dir=Path(tmp.name),
-        browser_args=tuple(FLAGS),
-        session_store="memory://",
-        chromium_bidi=engine,
-    )
+    settings = bench_settings(Path(tmp.name), chromium_bidi=engine)
     service = Service.from_settings(settings)  # warm_browsers=1, as `sitekeep serve` runs
     await service.browsers.warm_up()
-    ff_settings = settings.model_copy(
-        update={
-            "data_dir": Path(tmp.name) / "firefox",
-            "browser": "firefox",
-            "firefox_prefs": {"network.dns.forceResolve": "127.0.0.1"},
-            "warm_browsers": {},
-        }
-    )
+    ff_settings = bench_settings(Path(tmp.name) / "firefox", chromium_bidi=engine, **FIREFOX)
     firefox = Service.from_settings(ff_settings) if not no_firefox else None
     results: dict[int, dict[str, Series]] = {}
     started = time.time()
