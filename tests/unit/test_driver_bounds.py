@@ -340,3 +340,48 @@ def test_a_driver_inherits_no_descriptor_but_its_stdio_and_the_ones_handed_to_it
     finally:
         for fd in (stray_read, stray, given_read, given):
             os.close(fd)
+
+
+def test_every_driver_state_file_is_readable_by_this_user_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A data dir made before sitekeep (a service's state folder, mode 0755) must not let
+    another local user read a driver's file: geckodriver's names the session it runs, the
+    key to drive that signed-in browser over the driver's unauthenticated port."""
+    private = tmp_path / "private"
+    private.mkdir()
+    monkeypatch.setattr(driver, "driver_tmp", lambda: private)
+    monkeypatch.setattr(driver, "_launch_driver", lambda *a, **k: 2**22 + 1)
+    old = os.umask(0o022)
+    try:
+        gecko = driver.LocalGeckodriver(tmp_path, Path(sys.executable))
+        url = gecko._launch(1.0)
+        gecko.record_session(url, "dummy-session")
+        chrome = driver.LocalChromedriver(tmp_path, Path(sys.executable))
+        chrome._start(1.0)
+    finally:
+        os.umask(old)
+    states = [*(tmp_path / "geckodriver").glob("*.json"), tmp_path / "chromedriver.json"]
+    assert len(states) == 2
+    assert {p.name: p.stat().st_mode & 0o777 for p in states} == {p.name: 0o600 for p in states}
+
+
+def test_the_warm_pool_file_is_readable_by_this_user_only(tmp_path: Path) -> None:
+    """It names each warm browser's endpoint and WebDriver session: whoever reads it can
+    drive the browser a session is later handed."""
+    from types import SimpleNamespace
+
+    from sitekeep.browser.manager import BrowserManager
+
+    ref = SimpleNamespace(endpoint="http://127.0.0.1:9", session_id="dummy-session")
+    pool = tmp_path / "warm" / "1.json"
+    old = os.umask(0o022)
+    try:
+        BrowserManager._save_pool(  # type: ignore[arg-type]
+            SimpleNamespace(_warm={"chromium": [SimpleNamespace(ref=ref)]}, _pool_file=pool)
+        )
+    finally:
+        os.umask(old)
+    assert json.loads(pool.read_text(encoding="utf-8")) == [[ref.endpoint, ref.session_id]]
+    assert pool.stat().st_mode & 0o777 == 0o600
+    assert pool.parent.stat().st_mode & 0o777 == 0o700

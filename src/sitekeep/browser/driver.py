@@ -45,6 +45,7 @@ __all__ = [
     "session_gone",
     "stop_all_recorded",
     "stop_recorded",
+    "write_private",
 ]
 
 log = logging.getLogger(__name__)
@@ -316,6 +317,21 @@ def _inherited(keep: set[int]) -> list[int]:
     return found
 
 
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable by this user only (0600, whatever the umask
+    and whatever mode a file left by an older sitekeep had): a driver's state names its
+    browser's session, the key to drive that signed-in browser over the driver's
+    unauthenticated loopback port, and the data dir may be one another user can list.
+
+    Raises:
+        OSError: the file could not be written (``path`` a symlink: ``ELOOP``).
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        os.fchmod(out.fileno(), 0o600)
+        out.write(text)
+
+
 def driver_tmp() -> Path:
     """A new private temporary folder (mode 0700, unpredictable name, short path in the
     system temp dir) for one driver and its browsers: their ``TMPDIR``.
@@ -538,7 +554,7 @@ class LocalChromedriver:
             raise
         state = {"pid": pid, "port": port, "tmp": str(private)}
         written = self._state.with_suffix(".tmp")
-        written.write_text(json.dumps(state), encoding="utf-8")
+        write_private(written, json.dumps(state))
         written.replace(self._state)
         return url
 
@@ -807,7 +823,7 @@ class LocalGeckodriver(PerBrowserServers):
         self._dir.mkdir(parents=True, exist_ok=True)
         # A fresh file: one left by a dead driver of this port names its profile, session.
         state = {"pid": pid, "session": "", "tmp": str(private)}
-        self._state(url).write_text(json.dumps(state), encoding="utf-8")
+        write_private(self._state(url), json.dumps(state))
         return url
 
     def record_session(self, endpoint: str, session_id: str) -> None:
@@ -819,7 +835,7 @@ class LocalGeckodriver(PerBrowserServers):
     def _write_state(self, endpoint: str, **fields: Any) -> None:
         state = self._state(endpoint)
         current = self._read_state(state) or {}
-        state.write_text(json.dumps({**current, **fields}), encoding="utf-8")
+        write_private(state, json.dumps({**current, **fields}))
 
     @staticmethod
     def _read_state(state: Path) -> dict[str, Any] | None:

@@ -40,6 +40,7 @@ from sitekeep.browser.driver import (
     find_geckodriver,
     session_alive,
     session_gone,
+    write_private,
 )
 from sitekeep.browser.guard import OwnAddressGuard
 from sitekeep.browser.live import LiveBrowser
@@ -397,8 +398,8 @@ class BrowserManager:
     def _save_pool(self) -> None:
         refs = [[w.ref.endpoint, w.ref.session_id] for pool in self._warm.values() for w in pool]
         try:
-            self._pool_file.parent.mkdir(parents=True, exist_ok=True)
-            self._pool_file.write_text(json.dumps(refs), encoding="utf-8")
+            self._pool_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            write_private(self._pool_file, json.dumps(refs))
         except OSError as exc:
             log.warning("could not record the warm pool: %s", exc)
 

@@ -52,6 +52,7 @@ from sitekeep.browser.driver import (
     PerBrowserServers,
     _launch_driver,
     driver_tmp,
+    write_private,
 )
 from sitekeep.errors import BrowserUnavailable
 from sitekeep.model import BrowserRef
@@ -181,15 +182,6 @@ def _listening() -> socket.socket:
     return listener
 
 
-def _write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path``, readable by this user only (0600, whatever the umask):
-    the file names the browser's session, the secret of its BiDi socket."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        os.fchmod(out.fileno(), 0o600)  # a file left by an older sitekeep kept its mode
-        out.write(text)
-
-
 class LocalMapper(PerBrowserServers):
     """Browsers of the mapper engine: one Node process (and its Chromium) per browser,
     started detached, each on its own loopback port (module docstring)."""
@@ -260,7 +252,7 @@ class LocalMapper(PerBrowserServers):
         # command line, which holds no credential (a proxy's are answered over BiDi).
         log.debug("mapper engine: Chromium on port %d: %s", port, shlex.join(command))
         state = {"pid": pid, "profile": str(profile), "session": session, "tmp": str(private)}
-        _write_private(self._state(url), json.dumps(state))
+        write_private(self._state(url), json.dumps(state))
         return BrowserRef(
             kind="chromium",
             endpoint=url,
