@@ -264,7 +264,8 @@ class SecretNotAllowed(Forbidden):
         field: str | None = None,
     ) -> None:
         super().__init__(
-            message or f"secret {secret!r} may not be typed on {host!r}; nothing was typed",
+            message
+            or f"secret {quoted(secret)} may not be typed on {quoted(host)}; nothing was typed",
             field=field,
         )
         self.secret = secret

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sitekeep.browser.proxy import ProxySettings
-from sitekeep.errors import InvalidInput, NotFound, SecretNotAllowed
+from sitekeep.errors import InvalidInput, NotFound, SecretNotAllowed, quoted
 from sitekeep.profiles import check_country
 from sitekeep.secrets import check_name, host_allowed
 from sitekeep.stores.base import Clock, ProxyRow, ProxyStore, system_clock
@@ -82,7 +82,7 @@ class Proxies:
             info = await self._vault.get_info(tenant, name)
         except NotFound as exc:
             raise InvalidInput(
-                f"auth_secret names no secret of this tenant: {name!r}", field="auth_secret"
+                f"auth_secret names no secret of this tenant: {quoted(name)}", field="auth_secret"
             ) from exc
         if not set(_KEYS) <= set(info.keys):
             raise InvalidInput(
@@ -90,8 +90,8 @@ class Proxies:
             )
         if not host_allowed(host, info.hosts):
             raise InvalidInput(
-                f"the auth_secret {name!r} may not be used on the proxy's host {host!r}: "
-                "add the host to the secret's hosts",
+                f"the auth_secret {quoted(name)} may not be used on the proxy's host "
+                f"{quoted(host)}: add the host to the secret's hosts",
                 field="auth_secret",
             )
         return name
@@ -148,8 +148,9 @@ class Proxies:
                 raise SecretNotAllowed(
                     row.auth_secret,
                     host,
-                    message=f"secret {row.auth_secret!r} may not be used on the host of "
-                    f"proxy {row.name!r} ({host!r}): add the host to the secret's hosts",
+                    message=f"secret {quoted(row.auth_secret)} may not be used on the host of "
+                    f"proxy {quoted(row.name)} ({quoted(host)}): add the host to the secret's "
+                    "hosts",
                 )
             credentials = {
                 k: await self._vault.reveal(row.tenant, row.auth_secret, k) for k in _KEYS

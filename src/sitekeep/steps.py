@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from sitekeep.errors import InvalidInput
+from sitekeep.errors import InvalidInput, quoted
 from sitekeep.limits import (
     MAX_KEYS,
     MAX_NAME,
@@ -183,7 +183,7 @@ def parse_args(op: str, args: Mapping[str, Any], *, prefix: str = "") -> _Args:
     model = OPERATIONS.get(op)
     if model is None:
         raise InvalidInput(
-            f"unknown operation {op!r}; one of: {', '.join(OPERATIONS)}",
+            f"unknown operation {quoted(str(op))}; one of: {', '.join(OPERATIONS)}",
             field=f"{prefix}.op" if prefix else "op",
         )
     try:

@@ -50,6 +50,7 @@ from sitekeep.errors import (
     error_from_json,
     quoted,
 )
+from sitekeep.steps import parse_args
 
 # One instance of every public error, and the status SPEC §5 / errors.py give it.
 CASES: dict[str, tuple[SitekeepError, int]] = {
@@ -205,6 +206,10 @@ def test_a_message_quotes_at_most_a_bounded_prefix_of_what_the_caller_sent() -> 
     assert len(NotFound("element", long).message) < 120
     assert len(StaleRef(long, "gone").message) < 200
     assert quoted("#x") == "'#x'" and quoted("a" * 100).endswith("…")
+    assert len(SecretNotAllowed("s" * 5000, "h" * 5000).message) < 250
+    with pytest.raises(InvalidInput) as unknown_op:
+        parse_args("x" * 5000, {})
+    assert len(unknown_op.value.message) < 400
 
 
 def test_every_error_has_a_field_attribute_none_unless_one_argument_is_to_blame() -> None:

@@ -307,7 +307,7 @@ def parse_keys(keys: str) -> list[list[str]]:
                 parts.append(part.lower() if len(combo) > 1 else part)
             else:
                 known = ", ".join(sorted(KEYS))
-                raise InvalidInput(f"unknown key {part!r}; known: {known}", field="keys")
+                raise InvalidInput(f"unknown key {quoted(part)}; known: {known}", field="keys")
         combos.append(parts)
     if not combos:
         raise InvalidInput("no keys to press", field="keys")
