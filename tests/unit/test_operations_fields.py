@@ -163,6 +163,25 @@ async def test_a_select_on_an_element_that_is_no_select_blames_the_selector(vaul
     assert isinstance(error, InvalidInput) and error.field == "selector"
 
 
+async def test_a_select_error_quotes_no_unbounded_page_text(vault: Vault) -> None:
+    """The page runs the select script in its own realm (it may replace JSON.stringify):
+    its answer is the page's to choose; an error quotes at most a bounded cut of it."""
+    huge = "L" * 100_000
+    for answer in ({"error": huge}, {"error": huge, "options": [huge] * 50}):
+        conn = Conn(
+            browsingContext_locateNodes=lambda _: {"nodes": [{"sharedId": "n1"}]},
+            script_callFunction=lambda _, answer=answer: _value(answer),
+        )
+        error = await run(conn, vault, "select", selector="#name", value="de")
+        assert isinstance(error, InvalidInput) and len(error.message) < 5000
+
+
+async def test_read_returns_at_most_max_chars_whatever_the_page_answers(vault: Vault) -> None:
+    conn = Conn(script_callFunction=lambda _: _value({"text": "x" * 50_000, "length": 10}))
+    done = await HANDLERS["read"](context(conn, vault), parse_args("read", {"max_chars": 100}))
+    assert len(done.result["text"]) < 200 and done.result["length"] >= 50_000
+
+
 async def test_an_unknown_secret_is_not_found_naming_the_secret(vault: Vault) -> None:
     conn = Conn()
     error = await run(conn, vault, "type_secret", ref="e1", secret="nope", field="password")

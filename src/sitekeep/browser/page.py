@@ -19,7 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sitekeep.browser.live import LiveBrowser
-from sitekeep.errors import BidiError, BrowserUnavailable, InvalidInput, NotFound, quoted
+from sitekeep.errors import (
+    QUOTED_MAX,
+    BidiError,
+    BrowserUnavailable,
+    InvalidInput,
+    NotFound,
+    quoted,
+)
 
 __all__ = [
     "KEYS",
@@ -265,6 +272,11 @@ _SELECT = """(el, wanted) => {
 }"""
 
 
+def _cut(text: str) -> str:
+    """``text`` cut to :data:`QUOTED_MAX` characters (``…`` marks a cut)."""
+    return text if len(text) <= QUOTED_MAX else text[:QUOTED_MAX] + "…"
+
+
 async def click(browser: LiveBrowser, shared_id: str, field: str = "ref") -> None:
     """Scroll the element into view and click its centre with the mouse.
 
@@ -332,10 +344,14 @@ async def select(browser: LiveBrowser, shared_id: str, value: str, field: str = 
     """
     result = await call_on(browser, shared_id, _SELECT, value)
     if "error" in result:
-        labels = ", ".join(result.get("options") or [])
+        # The script runs in the page's realm, so its answer is the page's to choose:
+        # sitekeep's own words, and at most 50 labels each cut to QUOTED_MAX characters.
+        options = result.get("options")
+        if not isinstance(options, list):
+            raise InvalidInput("not a select element", field=field)
+        labels = ", ".join(_cut(str(label)) for label in options[:50])
         detail = f"; options: {labels}" if labels else ""
-        blamed = "value" if result.get("options") is not None else field
-        raise InvalidInput(f"{result['error']}{detail}", field=blamed)
+        raise InvalidInput(f"no such option{detail}", field="value")
     return [str(v) for v in result["selected"]]
 
 
@@ -373,7 +389,8 @@ async def read(browser: LiveBrowser, selector: str | None, max_chars: int) -> tu
         if selector:
             raise _no_match(selector)
         raise NotFound("element", "body", message="the page has no body to read")
-    return str(found["text"]), int(found["length"])
+    text = str(found["text"])  # the page's realm answers: max_chars is kept here too
+    return text[:max_chars], max(int(found["length"]), len(text))
 
 
 async def screenshot(browser: LiveBrowser) -> bytes:
