@@ -249,7 +249,8 @@ class SecretNotAllowed(Forbidden):
     """A secret may not be typed on the page's host (SPEC §7); nothing was typed.
 
     Attributes:
-        secret: the secret's name. host: the page's host.
+        secret: the secret's name. host: the page's host (cut to 253 characters, the
+            longest DNS name; ``…`` marks a cut).
         field: the argument that named the secret (``secret`` for ``type_secret``).
     """
 
@@ -269,7 +270,8 @@ class SecretNotAllowed(Forbidden):
             field=field,
         )
         self.secret = secret
-        self.host = host
+        # a frame's src hostname is the page's to choose: no DNS name is longer than 253
+        self.host = host if len(host) <= 253 else host[:253] + "…"
 
 
 class ClipboardNotAllowed(Forbidden):

@@ -48,6 +48,7 @@ from sitekeep.errors import (
     Unauthorized,
     Unreachable,
     error_from_json,
+    error_json,
     quoted,
 )
 from sitekeep.steps import parse_args
@@ -207,6 +208,8 @@ def test_a_message_quotes_at_most_a_bounded_prefix_of_what_the_caller_sent() -> 
     assert len(StaleRef(long, "gone").message) < 200
     assert quoted("#x") == "'#x'" and quoted("a" * 100).endswith("…")
     assert len(SecretNotAllowed("s" * 5000, "h" * 5000).message) < 250
+    # a frame's src hostname is the page's to choose: the structured host is cut too
+    assert len(str(error_json(SecretNotAllowed("s", "h" * 5000))["host"])) <= 254
     with pytest.raises(InvalidInput) as unknown_op:
         parse_args("x" * 5000, {})
     assert len(unknown_op.value.message) < 400
