@@ -385,3 +385,31 @@ def test_the_warm_pool_file_is_readable_by_this_user_only(tmp_path: Path) -> Non
     assert json.loads(pool.read_text(encoding="utf-8")) == [[ref.endpoint, ref.session_id]]
     assert pool.stat().st_mode & 0o777 == 0o600
     assert pool.parent.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_firefox_profile_copy_is_in_a_folder_only_this_user_can_enter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Firefox keeps cookie values in the profile's cookies.sqlite (mode 0644): the copy a
+    browser runs in must sit in folders no other local user can enter, even in a data dir
+    made before sitekeep with mode 0755."""
+    data = tmp_path / "data"
+    data.mkdir(mode=0o755)
+    template = tmp_path / "template"
+    template.mkdir(mode=0o755)
+    (template / "prefs.js").write_text("// dummy\n", encoding="utf-8")
+    private = tmp_path / "private"
+    private.mkdir()
+    monkeypatch.setattr(driver, "driver_tmp", lambda: private)
+    monkeypatch.setattr(driver, "_launch_driver", lambda *a, **k: 2**22 + 1)
+    gecko = driver.LocalGeckodriver(data, Path(sys.executable))
+    monkeypatch.setattr(gecko, "template", lambda firefox: template)
+    old = os.umask(0o022)
+    try:
+        url = gecko.spawn(Path(sys.executable), timeout=1.0)
+    finally:
+        os.umask(old)
+    profile = gecko.profile(url)
+    assert profile is not None and (profile / "prefs.js").is_file()
+    assert (data / "geckodriver").stat().st_mode & 0o777 == 0o700
+    assert profile.stat().st_mode & 0o777 == 0o700

@@ -661,6 +661,13 @@ class PerBrowserServers:
     def __init__(self, folder: Path) -> None:
         self._dir = folder
 
+    def _private_dir(self) -> None:
+        """Make the folder this user's alone (0700, also when it was made looser before):
+        its state files name each browser's session, its profiles hold site data (a
+        Firefox's cookies.sqlite, mode 0644, holds cookie values)."""
+        self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self._dir, 0o700)
+
     def owns(self, endpoint: str) -> bool:
         """Whether ``endpoint`` is a server of this kind this data dir started."""
         return self._state(endpoint).exists()
@@ -798,6 +805,7 @@ class LocalGeckodriver(PerBrowserServers):
             shutil.rmtree(profile, ignore_errors=True)  # a dead driver's, of this port
             try:
                 shutil.copytree(template, profile)
+                os.chmod(profile, 0o700)
             except OSError as exc:
                 log.warning("copying the Firefox profile template failed: %s", exc)
                 shutil.rmtree(profile, ignore_errors=True)
@@ -820,7 +828,7 @@ class LocalGeckodriver(PerBrowserServers):
         except BrowserUnavailable:
             shutil.rmtree(private, ignore_errors=True)
             raise
-        self._dir.mkdir(parents=True, exist_ok=True)
+        self._private_dir()
         # A fresh file: one left by a dead driver of this port names its profile, session.
         state = {"pid": pid, "session": "", "tmp": str(private)}
         write_private(self._state(url), json.dumps(state))
@@ -878,7 +886,7 @@ class LocalGeckodriver(PerBrowserServers):
     def _prepare(self, firefox: Path, template: Path) -> None:
         self._templates.mkdir(parents=True, exist_ok=True)
         work = template.with_name(f"{template.name}.{os.getpid()}.{time.monotonic_ns()}")
-        work.mkdir()
+        work.mkdir(mode=0o700)
         try:
             url = self._launch(20.0)
             try:

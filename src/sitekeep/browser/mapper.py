@@ -190,12 +190,6 @@ class LocalMapper(PerBrowserServers):
         super().__init__(data_dir / "mapper")
         self._node = node or shutil.which("node")
 
-    def _private_dir(self) -> None:
-        """Make ``<data_dir>/mapper`` this user's alone (0700): its state files name each
-        browser's session (the secret of its BiDi socket), its profiles hold site data."""
-        self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(self._dir, 0o700)
-
     def launch(
         self,
         chromium: Path,
