@@ -486,12 +486,13 @@ def _classes(root: type[SitekeepError]) -> dict[str, type[SitekeepError]]:
 def error_from_json(body: object) -> SitekeepError:
     """The exception an :func:`error_json` body stands for, rebuilt on the caller's side
     (the Python client): the class named by ``type`` (an unknown type gives the root),
-    with ``message`` and the structured fields set as attributes."""
+    with ``message`` and the structured fields ``error_json`` writes set as attributes
+    (any other key of the body is ignored)."""
     fields = body if isinstance(body, dict) else {}
     cls = _classes(SitekeepError).get(str(fields.get("type")), SitekeepError)
     exc = cls.__new__(cls)
     SitekeepError.__init__(exc, str(fields.get("message", "")))
-    for name, value in fields.items():
-        if name not in ("type", "message") and isinstance(name, str):
-            setattr(exc, name, value)
+    for name in _STRUCTURED:  # only these: a body is not to name __class__ or a method
+        if name in fields:
+            setattr(exc, name, fields[name])
     return exc

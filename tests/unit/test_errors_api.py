@@ -221,6 +221,15 @@ def test_every_error_has_a_field_attribute_none_unless_one_argument_is_to_blame(
     assert error_from_json({"type": "not_found", "message": "m", "field": "key"}).field == "key"
 
 
+def test_a_hostile_error_body_sets_only_the_structured_fields() -> None:
+    """What answers at the client's URL may not be sitekeep: a body naming ``__class__``
+    or a method must still give a SitekeepError, its methods intact."""
+    body = {"type": "not_found", "message": "m", "__class__": "x", "with_traceback": 1}
+    error = error_from_json({**body, "field": "key"})
+    assert isinstance(error, NotFound) and error.field == "key"
+    assert callable(error.with_traceback)
+
+
 def test_method_not_allowed_lists_the_methods_in_allow(client: TestClient) -> None:
     reply = client.get("/raise/MethodNotAllowed")
     assert reply.headers["allow"] == "DELETE, GET"
