@@ -140,6 +140,13 @@ FIREFOX = {
 to loopback by preference, no pool)."""
 
 
+async def shut(service: Service) -> None:
+    """End every browser ``service`` reached, its pool and its local drivers."""
+    await service.browsers.close_all()
+    await service.aclose()
+    service.browsers.stop_local_drivers()
+
+
 def bench_settings(data_dir: Path, **overrides: Any) -> Settings:
     """The benches' service settings: local Chromium with :data:`FLAGS`, the memory
     session store, files under ``data_dir``; ``overrides`` (e.g. ``**FIREFOX``) on top."""
@@ -846,13 +853,9 @@ async def main(
             {} if no_singles else await measure_singles(settings, service, sites, runs, no_firefox)
         )
     finally:
-        await service.browsers.close_all()
-        await service.aclose()
-        service.browsers.stop_local_drivers()
+        await shut(service)
         if firefox is not None:
-            await firefox.browsers.close_all()
-            await firefox.aclose()
-            firefox.browsers.stop_local_drivers()
+            await shut(firefox)
         sites.stop()
         tmp.cleanup()
     if results:
