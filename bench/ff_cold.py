@@ -193,14 +193,6 @@ TIMELINE_EVENTS = [
 ]
 
 
-async def _close_all(services: list[Service]) -> None:
-    """End every browser and geckodriver of ``services``."""
-    for svc in services:
-        await svc.browsers.close_all()
-        await svc.aclose()
-        svc.browsers.stop_local_drivers()
-
-
 def _first_seen(seen: dict[str, float], event: str) -> Callable[[Any], None]:
     def note(_params: Any) -> None:
         seen.setdefault(event, time.perf_counter())
@@ -241,7 +233,7 @@ async def timeline(runs: int) -> None:
             )
             print(f"settle {settle:.0f} s: navigate {took:.0f} ms — {steps}", flush=True)
     finally:
-        await _close_all([service])
+        await sr.shut(service)
         sites.stop()
         tmp.cleanup()
 
@@ -316,7 +308,8 @@ async def main(args: argparse.Namespace) -> None:
                     )
                 )
     finally:
-        await _close_all([*(v.service for v in variants if v.service is not None), maker])
+        for svc in [*(v.service for v in variants if v.service is not None), maker]:
+            await sr.shut(svc)
         sites.stop()
         tmp.cleanup()
 
