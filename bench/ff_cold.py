@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import save_restore as sr  # noqa: E402
 from fixtures.sites import start_sites  # noqa: E402
+from singles import end_service  # noqa: E402
 from sitekeep.browser import restore as restore_mod  # noqa: E402
 from sitekeep.browser.bidi import BidiConnection  # noqa: E402
 from sitekeep.browser.live import LiveBrowser, Loads  # noqa: E402
@@ -233,7 +234,7 @@ async def timeline(runs: int) -> None:
             )
             print(f"settle {settle:.0f} s: navigate {took:.0f} ms — {steps}", flush=True)
     finally:
-        await sr.shut(service)
+        await end_service(service)
         sites.stop()
         tmp.cleanup()
 
@@ -309,7 +310,7 @@ async def main(args: argparse.Namespace) -> None:
                 )
     finally:
         for svc in [*(v.service for v in variants if v.service is not None), maker]:
-            await sr.shut(svc)
+            await end_service(svc)
         sites.stop()
         tmp.cleanup()
 

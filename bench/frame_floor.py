@@ -52,8 +52,8 @@ from save_restore import (  # noqa: E402
     dummy,
     land_url,
     origin,
-    shut,
 )
+from singles import end_service  # noqa: E402
 from sitekeep.browser.spare import SpareResponder  # noqa: E402
 from sitekeep.service import Service  # noqa: E402
 
@@ -145,7 +145,7 @@ async def main(runs: int, sizes: list[int], engine: str = "chromedriver") -> Non
                 console.print(f"[dim]N={n} done (load {os.getloadavg()[0]:.1f})[/dim]")
             await browser.close()
     finally:
-        await shut(service)
+        await end_service(service)
         sites.stop()
         tmp.cleanup()
     table = Table(title=f"the floor under a restore of N origins (medians, ms; engine {engine})")

@@ -42,7 +42,8 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from fixtures.sites import start_sites  # noqa: E402
-from save_restore import FIREFOX, WHO, bench_settings, setup_pages, shut  # noqa: E402
+from save_restore import FIREFOX, WHO, bench_settings, setup_pages  # noqa: E402
+from singles import end_service  # noqa: E402
 from sitekeep.browser.scripts import READ  # noqa: E402
 from sitekeep.service import Service  # noqa: E402
 
@@ -119,7 +120,7 @@ async def measure(browser: str, rounds: int) -> dict[str, list[float]]:
                 await run()
                 times.setdefault(name, []).append((time.perf_counter() - start) * 1000)
     finally:
-        await shut(service)
+        await end_service(service)
         sites.stop()
         tmp.cleanup()
     return times

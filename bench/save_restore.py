@@ -140,13 +140,6 @@ FIREFOX = {
 to loopback by preference, no pool)."""
 
 
-async def shut(service: Service) -> None:
-    """End every browser ``service`` reached, its pool and its local drivers."""
-    await service.browsers.close_all()
-    await service.aclose()
-    service.browsers.stop_local_drivers()
-
-
 def bench_settings(data_dir: Path, **overrides: Any) -> Settings:
     """The benches' service settings: local Chromium with :data:`FLAGS`, the memory
     session store, files under ``data_dir``; ``overrides`` (e.g. ``**FIREFOX``) on top."""
@@ -853,9 +846,9 @@ async def main(
             {} if no_singles else await measure_singles(settings, service, sites, runs, no_firefox)
         )
     finally:
-        await shut(service)
+        await singles.end_service(service)
         if firefox is not None:
-            await shut(firefox)
+            await singles.end_service(firefox)
         sites.stop()
         tmp.cleanup()
     if results:
