@@ -320,6 +320,29 @@ async def test_subscribe_returns_the_subscription_id_and_unsubscribe_sends_it(
         await peer.reply(command, {})
 
 
+async def test_unsubscribe_soon_returns_at_once_and_a_refusal_or_a_close_leaks_nothing(
+    conn: BidiConnection, peer: Peer
+) -> None:
+    leaked: list[dict[str, Any]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: leaked.append(ctx))
+    conn.unsubscribe_soon("sub-1")  # not awaited: nothing may wait on the answer
+    conn.unsubscribe_soon("sub-2")
+    first, second = await peer.next_command(), await peer.next_command()
+    assert [first["params"], second["params"]] == [
+        {"subscriptions": ["sub-1"]},
+        {"subscriptions": ["sub-2"]},
+    ]
+    assert first["method"] == second["method"] == "session.unsubscribe"
+    await peer.error(first, "invalid argument", "no such subscription")
+    await call(conn, peer, "session.status", {"ready": True})  # the refusal was read
+    await peer.close()  # the second is never answered
+    with anyio.fail_after(WAIT):
+        while not conn.closed or conn._background:
+            await asyncio.sleep(0.01)
+    conn.unsubscribe_soon("sub-3")  # on a closed socket: nothing sent, nothing raised
+    assert leaked == []
+
+
 async def test_subscribe_without_contexts_is_global(conn: BidiConnection, peer: Peer) -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(conn.subscribe, ["script.message"])

@@ -91,6 +91,7 @@ class BidiConnection:
         self._gone: GoneProbe | None = None
         self._every = 1.0
         self._watchdog: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[None]] = set()
         _ack_at_once(ws)
         self._reader = asyncio.get_running_loop().create_task(self._read(), name="bidi-reader")
 
@@ -202,6 +203,24 @@ class BidiConnection:
     async def unsubscribe(self, subscription: str) -> None:
         """``session.unsubscribe`` by id (the form Chromium and Firefox both accept)."""
         await self.send("session.unsubscribe", {"subscriptions": [subscription]})
+
+    def unsubscribe_soon(self, subscription: str) -> None:
+        """:meth:`unsubscribe` without waiting for the answer, for a caller whose
+        listeners are gone already: nothing waits on it, and a subscription is its own
+        (BiDi §session.subscribe: by id), so no later one depends on it. It cost the end of
+        a restore 1–15 ms, in series (issue #15). A refusal or a closed socket is logged
+        at debug level and dropped."""
+        if self._closed:
+            return
+        task = asyncio.get_running_loop().create_task(self._unsubscribe_quietly(subscription))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _unsubscribe_quietly(self, subscription: str) -> None:
+        try:
+            await self.unsubscribe(subscription)
+        except BrowserUnavailable as exc:  # BidiError included
+            log.debug("an unsubscribe was not answered: %s", type(exc).__name__)
 
     async def close(self) -> None:
         """Close the socket; pending commands fail with ``BrowserUnavailable``. Bounded:

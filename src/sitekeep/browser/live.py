@@ -17,7 +17,6 @@ from sitekeep.browser.tracker import LeaveTracker
 from sitekeep.errors import (
     BidiError,
     BidiTimeout,
-    BrowserUnavailable,
     NavigationFailed,
     NoHistoryEntry,
     OwnAddress,
@@ -203,8 +202,7 @@ class LiveBrowser:
             yield loads
         finally:
             remove()
-            with contextlib.suppress(BidiError, BrowserUnavailable):
-                await self.conn.unsubscribe(subscription)
+            self.conn.unsubscribe_soon(subscription)
 
     async def replace(
         self, url: str, *, timeout: float | None = None, loads: Loads | None = None

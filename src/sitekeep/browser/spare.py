@@ -144,8 +144,7 @@ class SpareResponder:
             self._remove_listener()
             self._remove_listener = None
         if self._subscription:
-            with contextlib.suppress(BidiError, BrowserUnavailable):
-                await self._conn.unsubscribe(self._subscription)
+            self._conn.unsubscribe_soon(self._subscription)
             self._subscription = None
 
     def _on_request(self, params: dict[str, Any]) -> None:
