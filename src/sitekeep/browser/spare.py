@@ -9,8 +9,8 @@ failed: one nobody answers wedges its tab (research/bidi-spike.md §9.7).
 A spare page may list same-site frames: each frame stands on another origin of the same
 site and sees that origin's first-party storage, so one navigation reaches every origin of
 a site (``sitekeep.sites``). The frames are ``hidden`` (``display: none``): they load and run
-their scripts, but take no layout or paint — a tenth of what 19 frames cost in headless
-Chromium 156 on 2 cores (302 vs 333 ms; issue #15, ``bench/frame_floor.py``).
+their scripts, but take no layout or paint, which saves a tenth of what 19 frames cost in
+headless Chromium 156 on 2 cores (302 vs 333 ms; issue #15, ``bench/README.md``).
 """
 
 from __future__ import annotations
