@@ -116,3 +116,27 @@ def test_a_sqlite_database_and_its_wal_are_readable_by_their_owner_only(
         os.umask(old)
     assert "sitekeep.db-wal" in made
     assert set(modes.values()) == {"0o600"}, modes
+
+
+def test_a_sqlite_database_an_older_release_left_readable_is_made_owner_only(
+    tmp_path: Path,
+) -> None:
+    """Before the files were made 0600, a umask of 022 left them 0644: opening such a
+    database takes group and other permissions off it and the files beside it."""
+    path = tmp_path / "data" / "sitekeep.db"
+    old = os.umask(0o022)
+    try:
+        db = open_database(f"sqlite:///{path}")
+        db.dispose()
+        for made in path.parent.iterdir():  # as an older release left them
+            made.chmod(0o644)
+        (path.parent / "sitekeep.db-journal").write_bytes(b"")  # a rollback journal, 0644
+        db = open_database(f"sqlite:///{path}")
+        try:
+            modes = {p.name: oct(p.stat().st_mode & 0o777) for p in path.parent.iterdir()}
+        finally:
+            db.dispose()
+    finally:
+        os.umask(old)
+    data = ("sitekeep.db", "sitekeep.db-wal", "sitekeep.db-shm", "sitekeep.db-journal")
+    assert {name: modes.get(name) for name in data} == dict.fromkeys(data, "0o600"), modes

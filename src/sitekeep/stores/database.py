@@ -32,11 +32,12 @@ its fifth run on a connection, so the server parses it once per connection.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import os
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio.to_thread
@@ -49,6 +50,8 @@ from sqlalchemy.pool import SingletonThreadPool, StaticPool
 
 from sitekeep.errors import StoreUnavailable
 from sitekeep.stores.urls import StoreUrl
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Database", "create_engine", "guarded"]
 
@@ -69,6 +72,26 @@ ASYNC_POOL = 20
 """PostgreSQL connections kept open per database for reads on the event loop."""
 
 
+_SQLITE_SIDES = ("", "-wal", "-shm", "-journal")
+"""The database file and the files SQLite keeps beside it, which hold its pages too."""
+
+
+def _owner_only(path: Path) -> None:
+    """Take group and other permissions off a SQLite database made before sitekeep made
+    it 0600 (an older release, or a file made by hand), and off its -wal, -shm and
+    -journal files: they hold tokens' hashes and sealed snapshots. Files another user
+    owns are left as they are (chmod would fail; they are not this service's to change)."""
+    for side in _SQLITE_SIDES:
+        target = path.with_name(path.name + side)
+        try:
+            mode = target.stat().st_mode
+            if mode & 0o077 and target.stat().st_uid == os.getuid():
+                os.chmod(target, mode & 0o700)
+                log.info("%s was readable by others: now its owner's only", target.name)
+        except FileNotFoundError:
+            continue
+
+
 def create_engine(url: StoreUrl) -> sa.Engine:
     """An engine for a SQL store URL (``memory://``, ``sqlite:///path``, ``postgresql://``).
 
@@ -85,8 +108,10 @@ def create_engine(url: StoreUrl) -> sa.Engine:
         url.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # one owner's data
         # Made 0600 before SQLite opens it, whatever the umask: SQLite gives its -wal,
         # -shm and -journal files the database file's mode.
-        with contextlib.suppress(FileExistsError):
+        try:
             os.close(os.open(url.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            _owner_only(url.path)
         # The pool keeps as many connections as there are worker threads to use them
         # (anyio's default limit is 40): past QueuePool's default 5, every overflow
         # checkout opened a connection and ran the pragmas again — a fifth of the CPU of
