@@ -319,8 +319,16 @@ def doctor() -> None:
 
 
 def _version(binary: str) -> str:
+    from sitekeep.browser.driver import child_environ
+
     try:
-        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=20)
+        out = subprocess.run(
+            [binary, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            env=child_environ(),  # no master key, token or store password for a browser
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"cannot run: {type(exc).__name__}"
     text = out.stdout.strip() or out.stderr.strip()

@@ -58,6 +58,20 @@ def test_doctor_reports_each_check_and_a_missing_browser_fails_it(
     assert "missing: apt-get install chromium" in broken.output
 
 
+def test_doctor_runs_a_browser_for_its_version_without_sitekeeps_settings(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SITEKEEP_* variables hold the master key, tokens and store passwords: no program
+    sitekeep starts gets them, the short ``--version`` of ``doctor`` included."""
+    fake = env.parent / "fake-chromium"
+    fake.write_text("#!/bin/sh\necho fake-chromium-$(env | grep -c '^SITEKEEP_')\n")
+    fake.chmod(0o700)
+    monkeypatch.setenv("SITEKEEP_CHROMIUM", str(fake))
+    monkeypatch.setenv("SITEKEEP_SCRAPE_TOKEN", "dummy-scrape-token")
+    result = CliRunner().invoke(app, ["doctor"])
+    assert "fake-chromium-0" in result.output, result.output
+
+
 def test_doctor_changes_nothing_on_a_fresh_data_dir(env: Path) -> None:
     result = CliRunner().invoke(app, ["doctor"])
     assert "generated at first start" in result.output

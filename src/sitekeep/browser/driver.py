@@ -292,11 +292,16 @@ def _spawn_detached(
         actions: list[tuple[int, ...]] = [(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)]
         actions += [(os.POSIX_SPAWN_DUP2, ours, child) for child, ours in given.items()]
         actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited(keep={0, 1, 2, *given})]
-        kept = {k: v for k, v in os.environ.items() if not k.startswith("SITEKEEP_")}
-        environ = {**kept, **(env or {})}
+        environ = {**child_environ(), **(env or {})}
         return os.posix_spawn(argv[0], argv, environ, file_actions=actions, setsid=True)
     finally:
         os.close(devnull)
+
+
+def child_environ() -> dict[str, str]:
+    """This process's environment less every ``SITEKEEP_*`` variable, for a program
+    sitekeep starts (see :func:`_spawn_detached` for why)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("SITEKEEP_")}
 
 
 def _inherited(keep: set[int]) -> list[int]:
