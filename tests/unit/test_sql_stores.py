@@ -10,6 +10,7 @@ import pytest
 
 from sitekeep.errors import InvalidInput, StoreUnavailable
 from sitekeep.stores import open_database, open_session_store
+from sitekeep.stores.database import _owner_only
 from sitekeep.stores.urls import parse_store_url
 
 ALL = ("memory", "sqlite", "postgresql", "redis")
@@ -140,3 +141,23 @@ def test_a_sqlite_database_an_older_release_left_readable_is_made_owner_only(
         os.umask(old)
     data = ("sitekeep.db", "sitekeep.db-wal", "sitekeep.db-shm", "sitekeep.db-journal")
     assert {name: modes.get(name) for name in data} == dict.fromkeys(data, "0o600"), modes
+
+
+def test_tightening_an_old_database_never_follows_a_symlink_beside_it(tmp_path: Path) -> None:
+    """A ``-journal`` name planted as a symlink to another file of this user is not
+    followed (that file keeps its mode), and a FIFO is neither opened for good nor
+    changed."""
+    path = tmp_path / "data" / "sitekeep.db"
+    open_database(f"sqlite:///{path}").dispose()
+    path.chmod(0o644)
+    victim = tmp_path / "victim.txt"  # a file of this user that must stay 0644
+    victim.write_text("dummy")
+    victim.chmod(0o644)
+    (path.parent / "sitekeep.db-journal").symlink_to(victim)
+    fifo = path.parent / "sitekeep.db-shm"  # a FIFO must not block the open either
+    fifo.unlink(missing_ok=True)
+    os.mkfifo(fifo, 0o644)
+    _owner_only(path)  # what opening the store runs first (SQLite then refuses the journal)
+    assert oct(victim.stat().st_mode & 0o777) == "0o644"
+    assert oct(fifo.stat().st_mode & 0o777) == "0o644"
+    assert oct(path.stat().st_mode & 0o777) == "0o600"

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import stat
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -80,16 +81,20 @@ def _owner_only(path: Path) -> None:
     """Take group and other permissions off a SQLite database made before sitekeep made
     it 0600 (an older release, or a file made by hand), and off its -wal, -shm and
     -journal files: they hold tokens' hashes and sealed snapshots. Files another user
-    owns are left as they are (chmod would fail; they are not this service's to change)."""
+    owns, symlinks and anything but a regular file are left as they are."""
     for side in _SQLITE_SIDES:
         target = path.with_name(path.name + side)
-        try:
-            mode = target.stat().st_mode
-            if mode & 0o077 and target.stat().st_uid == os.getuid():
-                os.chmod(target, mode & 0o700)
-                log.info("%s was readable by others: now its owner's only", target.name)
-        except FileNotFoundError:
+        try:  # never through a symlink, never blocking on a FIFO: only a regular file
+            fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:  # missing, a symlink (ELOOP), not ours to open
             continue
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077 and st.st_uid == os.getuid():
+                os.fchmod(fd, st.st_mode & 0o700)
+                log.info("%s was readable by others: now its owner's only", target.name)
+        finally:
+            os.close(fd)
 
 
 def create_engine(url: StoreUrl) -> sa.Engine:
