@@ -64,10 +64,11 @@ def test_doctor_runs_a_browser_for_its_version_without_sitekeeps_settings(
     """SITEKEEP_* variables hold the master key, tokens and store passwords: no program
     sitekeep starts gets them, the short ``--version`` of ``doctor`` included."""
     fake = env.parent / "fake-chromium"
-    fake.write_text("#!/bin/sh\necho fake-chromium-$(env | grep -c '^SITEKEEP_')\n")
+    fake.write_text("#!/bin/sh\necho fake-chromium-$(env | grep -ic '^SITEKEEP_')\n")
     fake.chmod(0o700)
     monkeypatch.setenv("SITEKEEP_CHROMIUM", str(fake))
     monkeypatch.setenv("SITEKEEP_SCRAPE_TOKEN", "dummy-scrape-token")
+    monkeypatch.setenv("SiteKeep_Database_Url", f"sqlite:///{env / 'x.db'}")  # read so too
     result = CliRunner().invoke(app, ["doctor"])
     assert "fake-chromium-0" in result.output, result.output
 

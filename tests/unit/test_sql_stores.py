@@ -161,3 +161,15 @@ def test_tightening_an_old_database_never_follows_a_symlink_beside_it(tmp_path: 
     assert oct(victim.stat().st_mode & 0o777) == "0o644"
     assert oct(fifo.stat().st_mode & 0o777) == "0o644"
     assert oct(path.stat().st_mode & 0o777) == "0o600"
+
+
+def test_tightening_an_old_database_leaves_a_hard_linked_file_alone(tmp_path: Path) -> None:
+    """A hard link planted as ``-journal`` names another file of this user: not changed."""
+    path = tmp_path / "data" / "sitekeep.db"
+    open_database(f"sqlite:///{path}").dispose()
+    victim = tmp_path / "shared.html"  # this user's, meant to stay readable by others
+    victim.write_text("dummy")
+    victim.chmod(0o644)
+    os.link(victim, path.parent / "sitekeep.db-journal")
+    _owner_only(path)
+    assert oct(victim.stat().st_mode & 0o777) == "0o644"

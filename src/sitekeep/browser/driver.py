@@ -299,9 +299,10 @@ def _spawn_detached(
 
 
 def child_environ() -> dict[str, str]:
-    """This process's environment less every ``SITEKEEP_*`` variable, for a program
+    """This process's environment less every ``SITEKEEP_*`` variable, in any case (the
+    settings read ``sitekeep_master_key`` as ``SITEKEEP_MASTER_KEY``), for a program
     sitekeep starts (see :func:`_spawn_detached` for why)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("SITEKEEP_")}
+    return {k: v for k, v in os.environ.items() if not k.upper().startswith("SITEKEEP_")}
 
 
 def _inherited(keep: set[int]) -> list[int]:

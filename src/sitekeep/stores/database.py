@@ -81,7 +81,9 @@ def _owner_only(path: Path) -> None:
     """Take group and other permissions off a SQLite database made before sitekeep made
     it 0600 (an older release, or a file made by hand), and off its -wal, -shm and
     -journal files: they hold tokens' hashes and sealed snapshots. Files another user
-    owns, symlinks and anything but a regular file are left as they are."""
+    owns, symlinks, files with another name (a hard link planted beside the database
+    would name some other file of this user) and anything but a regular file are left
+    as they are, and a file that cannot be changed (a read-only mount) only warns."""
     for side in _SQLITE_SIDES:
         target = path.with_name(path.name + side)
         try:  # never through a symlink, never blocking on a FIFO: only a regular file
@@ -90,9 +92,14 @@ def _owner_only(path: Path) -> None:
             continue
         try:
             st = os.fstat(fd)
-            if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077 and st.st_uid == os.getuid():
+            mine = stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid()
+            if mine and st.st_mode & 0o077 and st.st_nlink == 1:  # a hard link: another file
                 os.fchmod(fd, st.st_mode & 0o700)
                 log.info("%s was readable by others: now its owner's only", target.name)
+            elif mine and st.st_mode & 0o077:
+                log.warning("%s has other names (hard links): its mode is left", target.name)
+        except OSError as exc:  # a read-only mount, an immutable file: as before, it opens
+            log.warning("%s could not be made owner-only: %s", target.name, exc.strerror)
         finally:
             os.close(fd)
 
