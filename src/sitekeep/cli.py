@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -303,6 +304,7 @@ def doctor() -> None:
         check(name, found, detail, optional=optional)
     if remote:
         console().print(f"browsers run on SITEKEEP_WEBDRIVER_URL={remote}")
+    check("data dir", *_data_dir_health(settings.data_dir))
     database, sessions = anyio.run(Service.store_health, settings)
     check("database", *database)
     check("session store", *sessions)
@@ -316,6 +318,21 @@ def doctor() -> None:
         check("master key", True, f"{settings.key_file} (generated at first start, mode 0600)")
     console().print(f"sitekeep {__version__}; data dir {settings.data_dir}")
     raise typer.Exit(0 if ok else 1)
+
+
+def _data_dir_health(data_dir: Path) -> tuple[bool, str]:
+    """Whether other users can write in the data dir (SPEC §12): they could replace its
+    databases or plant links beside them. Read only: a directory the user chose (it may
+    be shared, or ``/tmp``) is theirs to change, so the fix is named, not made."""
+    try:
+        mode = data_dir.stat().st_mode
+    except FileNotFoundError:
+        return True, f"{data_dir} (made 0700 at first start)"
+    if mode & 0o022:
+        return False, f"{data_dir} can be written by other users: chmod 700 {data_dir}"
+    if mode & 0o055:
+        return True, f"{data_dir} ({oct(mode & 0o777)}; its files are its owner's only)"
+    return True, f"{data_dir} ({oct(mode & 0o777)})"
 
 
 def _version(binary: str) -> str:

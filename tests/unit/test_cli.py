@@ -73,6 +73,18 @@ def test_doctor_runs_a_browser_for_its_version_without_sitekeeps_settings(
     assert "fake-chromium-0" in result.output, result.output
 
 
+def test_doctor_fails_a_data_dir_other_users_can_write_and_names_the_fix(env: Path) -> None:
+    env.chmod(0o777)  # made by hand or by an older release: others could replace the db
+    try:
+        result = CliRunner().invoke(app, ["doctor"])
+        after = oct(env.stat().st_mode & 0o777)
+    finally:
+        env.chmod(0o700)
+    assert result.exit_code == 1
+    assert f"can be written by other users: chmod 700 {env}" in result.output
+    assert after == "0o777"  # named, not made: the directory is the user's choice
+
+
 def test_doctor_changes_nothing_on_a_fresh_data_dir(env: Path) -> None:
     result = CliRunner().invoke(app, ["doctor"])
     assert "generated at first start" in result.output
