@@ -413,3 +413,14 @@ def test_a_firefox_profile_copy_is_in_a_folder_only_this_user_can_enter(
     assert profile is not None and (profile / "prefs.js").is_file()
     assert (data / "geckodriver").stat().st_mode & 0o777 == 0o700
     assert profile.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_port_for_a_driver_is_free_and_never_one_the_kernel_hands_out_itself() -> None:
+    """Ports handed to a driver or to Firefox's remote agent lie below the ephemeral range,
+    so no bind(0) or outgoing connection takes one before the program binds it."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = [driver._free_port() for _ in range(20)]
+    assert all(1024 <= p < low for p in ports), ports
+    assert len(set(ports)) > 15, "a random pick keeps launches apart"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", ports[0]))  # free when handed out

@@ -18,6 +18,7 @@ import importlib.util
 import json
 import logging
 import os
+import random
 import shutil
 import signal
 import socket
@@ -246,9 +247,35 @@ async def session_gone(endpoint: str, session_id: str, *, timeout: float = 2.0) 
 
 
 def _free_port() -> int:
+    """A loopback port free now, for a driver or Firefox's remote agent to bind seconds
+    later — chosen *below* the kernel's ephemeral range (``ip_local_port_range``).
+
+    A port the kernel hands out for ``bind(0)`` or an outgoing connection is released here
+    and may be handed out again before the program binds it: a Chromium's DevTools server
+    (chromedriver starts it on port 0) took one, and a geckodriver's ``webSocketUrl`` then
+    led to it ("cannot open the BiDi socket: InvalidStatus", once in a full test run).
+    Below that range the kernel never picks on its own; a random pick there keeps two
+    launches apart. Falls back to ``bind(0)`` when the range leaves no room below it."""
+    low = _ephemeral_low()
+    floor = max(1024, low // 2)
+    for _ in range(64) if low - floor > 1000 else ():
+        port = random.randrange(floor, low)
+        with socket.socket() as s, contextlib.suppress(OSError):
+            s.bind(("127.0.0.1", port))
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (Linux; 32768, its default, when
+    it cannot be read)."""
+    try:
+        text = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text(encoding="ascii")
+        return int(text.split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def _answers(url: str) -> bool:
