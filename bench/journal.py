@@ -10,7 +10,8 @@ Side by side in one run:
   library's untyped ``json.loads`` of the same line;
 * **replay** — a generated journal (a realistic session: navigations, snapshots of 50 to
   400 refs, clicks, typing, saves; one mark of ``--huge`` MB nobody names; a side branch at
-  the end) replayed in a child process, peak RSS read from that child's ``rusage``:
+  the end) replayed in a child process, peak RSS the child's own (``VmHWM``, see
+  :func:`measure`):
   sitekeep's replay along the side branch (all three passes), sitekeep's replay of the
   trunk (one pass), and the naive alternative — ``json.loads`` of every line — which
   must hold the huge line.
@@ -210,24 +211,27 @@ else:
     summary = {"records": count}
 summary["seconds"] = time.perf_counter() - started
 summary["cpu"] = time.process_time() - cpu
+with open("/proc/self/status") as status:
+    summary["rss"] = next(int(l.split()[1]) * 1024 for l in status if l.startswith("VmHWM:"))
 print(json.dumps(summary))
 """
 """A child process that imports only what it measures (its RSS is the figure)."""
 
 
 def measure(kind: str, path: Path, leaf: str | None = None) -> dict[str, Any]:
-    """Run a child; its summary with its peak RSS (``wait4`` rusage, bytes)."""
+    """Run a child; its summary with its peak RSS in bytes (``rss``).
+
+    The peak is the child's own ``VmHWM`` (``/proc/self/status``: the high-water mark of
+    the address space it has since ``exec``), not ``wait4``'s ``ru_maxrss``: Linux counts
+    the parent's resident memory at the fork in a child's ``ru_maxrss``, so that figure
+    was this bench's own size (the ids it generated, its decode sample, the modules it
+    imports) whenever that was larger than the replay's (issue #25).
+    """
     command = [sys.executable, "-c", CHILD, kind, str(path), *([leaf] if leaf else [])]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    assert process.stdout is not None
-    with process.stdout:
-        output = process.stdout.read()
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        raise SystemExit(f"{kind} child failed with {process.returncode}")
-    summary: dict[str, Any] = json.loads(output)
-    summary["rss"] = usage.ru_maxrss * 1024  # Linux reports KiB
+    done = subprocess.run(command, stdout=subprocess.PIPE, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{kind} child failed with {done.returncode}")
+    summary: dict[str, Any] = json.loads(done.stdout)
     return summary
 
 

@@ -8,18 +8,22 @@ database               ``sqlite:///path`` · ``postgresql://`` · ``memory://``:
 =====================  ==============================================================
 
 Opening a SQL store brings its schema to the newest migration first (``migrate``).
+
+The backends are imported by the functions that open them: importing one module of this
+package (``redis_store``, which the Redis journal shares) does not load SQLAlchemy,
+Alembic and psycopg with it (issue #25: ~50 MB resident in a process that only reads a
+journal).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sitekeep.stores.base import Clock, SessionLocks, SessionStore, system_clock
-from sitekeep.stores.database import Database
-from sitekeep.stores.locks import FileLocks, PostgresLocks, ProcessLocks, RedisLocks
-from sitekeep.stores.memory import MemoryStore
-from sitekeep.stores.migrate import head_revision, upgrade
-from sitekeep.stores.redis_store import RedisStore, connect
-from sitekeep.stores.sql_kv import SqlStore
 from sitekeep.stores.urls import StoreUrl, parse_store_url
+
+if TYPE_CHECKING:
+    from sitekeep.stores.database import Database
 
 __all__ = [
     "SessionLocks",
@@ -42,6 +46,9 @@ def open_database(url: str, *, migrate: bool = True) -> Database:
         InvalidInput: a URL that is not SQL (field ``SITEKEEP_DATABASE_URL``).
         StoreUnavailable: the database cannot be reached or upgraded.
     """
+    from sitekeep.stores.database import Database
+    from sitekeep.stores.migrate import upgrade
+
     db = Database(parse_store_url(url, DATABASE, allowed=("sqlite", "postgresql", "memory")))
     if migrate:
         try:
@@ -62,6 +69,9 @@ def upgrade_stores(database_url: str, session_url: str) -> list[tuple[str, str, 
     Raises:
         InvalidInput: a URL naming no known backend. StoreUnavailable: a failed upgrade.
     """
+    from sitekeep.stores.database import Database
+    from sitekeep.stores.migrate import head_revision, upgrade
+
     done = []
     targets = [("database", database_url, DATABASE)]
     if _session_url(session_url).is_sql and session_url != database_url:
@@ -105,10 +115,21 @@ def open_sessions(
     """
     parsed = _session_url(url)
     if parsed.scheme == "memory":
+        from sitekeep.stores.locks import ProcessLocks
+        from sitekeep.stores.memory import MemoryStore
+
         return MemoryStore(clock), ProcessLocks()
     if parsed.scheme == "redis":
+        from sitekeep.stores.locks import RedisLocks
+        from sitekeep.stores.redis_store import RedisStore, connect
+
         client = connect(parsed.url)
         return RedisStore(client, parsed.prefix, clock), RedisLocks(client, parsed.prefix, lock_ttl)
+    from sitekeep.stores.database import Database
+    from sitekeep.stores.locks import FileLocks, PostgresLocks
+    from sitekeep.stores.migrate import upgrade
+    from sitekeep.stores.sql_kv import SqlStore
+
     db = Database(parsed)
     try:
         upgrade(db)
