@@ -205,7 +205,7 @@ class Admin:
     ) -> panes.SiteDataPane:
         """The Site data pane: the snapshot by host, no secrets (SPEC §11); the hosts in
         ``expand`` (and the top one when ``first``) come with their per-host view
-        (httpOnly values ``•••``).
+        (httpOnly values ``•••``, typed secret values too: :meth:`site_data_host`).
 
         Raises:
             Forbidden: a member's token. NotFound: no such session in the tenant.
@@ -213,7 +213,12 @@ class Admin:
         self._gate(who, "a session's site data")
         record = await self._svc._require(who, key)
         snapshot = await self._svc._load_snapshot(who.tenant, key)
-        return panes.site_data_pane(snapshot, record.history, expand, first=first)
+        pane = panes.site_data_pane(snapshot, record.history, expand, first=first)
+        if not pane.expanded:
+            return pane
+        masker = await self._svc.seam.masker(who.tenant, record, snapshot)
+        views = {site: masker.value(dict(view)) for site, view in pane.expanded.items()}
+        return replace(pane, expanded=views)
 
     async def site_data_host(self, who: Principal, key: str, site: str) -> dict[str, Any]:
         """One host of the snapshot in full — the owner's explicit per-host view, httpOnly
@@ -235,7 +240,7 @@ class Admin:
         snapshot = await self._svc._load_snapshot(who.tenant, key)
         if snapshot is None:
             raise NotFound("site", site, field="site")
-        masker = await self._svc.seam.masker(who.tenant, record)
+        masker = await self._svc.seam.masker(who.tenant, record, snapshot)
         return masker.value({"key": key, **sitedata.host_view(snapshot, site)})  # type: ignore[no-any-return]
 
     async def forget(self, who: Principal, key: str, site: str) -> dict[str, Any]:

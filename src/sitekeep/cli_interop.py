@@ -175,7 +175,7 @@ class _End:
 
     async def read(self, svc: Service) -> SiteData:
         if self.kind == "profile":  # values: only for who may manage it
-            return (await svc.profiles.load(self.who, self.ident, "capture")).site_data
+            return await svc.profile_site_data(self.who, self.ident)
         return await svc.saved_site_data(self.who, self.ident)
 
 

@@ -68,7 +68,8 @@ def rotate(
         bool, typer.Option(help="Then remove the keys that no blob uses any more.")
     ] = False,
 ) -> None:
-    """Reseal every secret, profile and snapshot under a new key."""
+    """Reseal every secret, profile, snapshot and session mask under a new key."""
+    from sitekeep import rotation
     from sitekeep.cli import with_service
     from sitekeep.cli_support import load_settings
     from sitekeep.stores.cipher import KeyFile
@@ -82,7 +83,7 @@ def rotate(
         err.print(f"added key {ring.current.id}; {len(ring)} keys in {keys.path}")
     counts, complete, retired = with_service(lambda svc: _rotate(svc, keys, retire), settings)
     table = Table("kind", "resealed", "already current", "gone", "busy", "unreadable")
-    for kind in ("secret", "profile", "site-data"):
+    for kind in rotation.KINDS:
         n = counts.get(kind, {})
         outcomes = ("resealed", "current", "gone", "busy", "unreadable")
         table.add_row(kind, *(str(n.get(o, 0)) for o in outcomes))

@@ -13,6 +13,13 @@ short by a snapshot's 120 characters or a ``read``'s ``max_chars``, or a part th
 shows, in the forms a page or URL gives it (as typed, percent-encoded with ``%20`` or
 ``+``, JSON-escaped). A value shorter than :data:`PIECE` is masked only whole.
 
+**The mask follows the data** (issue #24). Site data saved or captured from a session
+carries, sealed with it, the values a stretch of which it holds (:func:`carried`, into
+``SiteData.mask``): a profile made from it, a session opened from that profile (which adds
+them to its own mask, ``SessionRecord.mask``) and every later copy mask them too — even
+once the secret was changed or deleted, for the session keeps the values it typed as they
+were when typed. Exports never carry the mask (:func:`masked_site_data`).
+
 Known limit: a page that transforms a value (upper-cases it, reverses it, hashes it) shows
 something this cannot recognise. Screenshots are pixels and are not masked.
 """
@@ -20,14 +27,14 @@ something this cannot recognise. Screenshots are pixels and are not masked.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-from sitekeep.model import OriginStorage, SiteData
+from sitekeep.model import SITE_DATA_JSON, OriginStorage, SiteData
 
-__all__ = ["MASK", "PIECE", "Masker", "forms", "masked_site_data"]
+__all__ = ["MASK", "PIECE", "Masker", "carried", "forms", "masked_site_data"]
 
 MASK = "•••"
 PIECE = 12
@@ -62,6 +69,13 @@ class Masker:
                 )
         return cls({size: frozenset(found) for size, found in grouped.items()})
 
+    def hits(self, text: str) -> Iterator[tuple[int, int]]:
+        """``(start, length)`` of every piece of a value that stands in ``text``."""
+        for size, pieces in self.pieces.items():
+            for i in range(len(text) - size + 1):
+                if text[i : i + size] in pieces:
+                    yield i, size
+
     def __bool__(self) -> bool:
         return bool(self.pieces)
 
@@ -69,11 +83,9 @@ class Masker:
         """``text`` with every stretch of a value replaced by ``•••``."""
         covered = [False] * len(text)
         hit = False
-        for size, pieces in self.pieces.items():
-            for i in range(len(text) - size + 1):
-                if text[i : i + size] in pieces:
-                    covered[i : i + size] = [True] * size
-                    hit = True
+        for i, size in self.hits(text):
+            covered[i : i + size] = [True] * size
+            hit = True
         if not hit:
             return text
         out: list[str] = []
@@ -98,11 +110,51 @@ class Masker:
         return value
 
 
+def carried(values: Iterable[str], data: SiteData) -> tuple[str, ...]:
+    """The ``values`` a stretch of which (as :class:`Masker` finds them) stands in any
+    string of ``data`` — a cookie, a storage key or value, an IndexedDB record, a URL —
+    each once, in order: what a copy of ``data`` carries in ``SiteData.mask`` to stay
+    masked wherever it goes, and no more (a value typed but never copied into the data
+    does not travel with it)."""
+    kept = [v for v in dict.fromkeys(values) if v]
+    if not kept:
+        return ()
+    owner: dict[str, set[int]] = {}
+    for index, value in enumerate(kept):
+        for pieces in Masker.of([value]).pieces.values():
+            for piece in pieces:
+                owner.setdefault(piece, set()).add(index)
+    everyone = Masker.of(kept)
+    dumped = SITE_DATA_JSON.dump_python(replace(data, mask=()))
+    found: set[int] = set()
+    for text in _strings(dumped):
+        for i, size in everyone.hits(text):
+            found |= owner[text[i : i + size]]
+        if len(found) == len(kept):
+            break
+    return tuple(v for i, v in enumerate(kept) if i in found)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON-like value, dict keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
 def masked_site_data(masker: Masker, data: SiteData) -> SiteData:
     """``data`` with every typed secret value masked in its cookie values and its
     localStorage / sessionStorage keys and values (and IndexedDB records), for exports:
     a storage state must never carry a value typed into a page that the page copied into
-    its storage (attacker review M3). Cookie names and where things are stay as they are."""
+    its storage (attacker review M3). Cookie names and where things are stay as they are;
+    the mask itself (``SiteData.mask``) is never in an export."""
+    data = replace(data, mask=())
     if not masker:
         return data
 

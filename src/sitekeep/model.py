@@ -119,6 +119,11 @@ class SiteData:
     tabs: tuple[TabStorage, ...] = ()
     user_agent: str | None = None
     """``navigator.userAgent`` of the main tab when saved (None in older snapshots)."""
+    mask: tuple[str, ...] = field(default=(), repr=False)
+    """Values typed from secrets (in the session this data was saved or captured from, or
+    in one whose data that session was opened from) a stretch of which this data holds:
+    every view and export of the data, and every session opened from it, masks them
+    (``masking``; issue #24). Sealed with the data, never exported nor shown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,10 +224,22 @@ class SessionRecord:
     """The country whose proxy the session's browsers run through (SPEC §14)."""
     proxy: str | None = None
     """The name of that proxy in the tenant's pool."""
+    mask: str | None = field(default=None, repr=False)
+    """The values every result, view and export of this session masks — those of the
+    secrets typed here, as they were when typed, and the ``SiteData.mask`` of every
+    snapshot or profile restored into its browsers — sealed for ``(tenant, "mask", key)``
+    and base64-encoded (``Seam.mask_values``); None when there are none."""
 
     @property
     def url(self) -> str | None:
         return self.history[0].url if self.history else None
+
+    @property
+    def secret_typed(self) -> bool:
+        """Whether a secret's value may be in this session's browser: typed here, or
+        carried in by site data opened from a session where it was (no clipboard key is
+        pressed then, SPEC §7)."""
+        return bool(self.typed_secrets) or self.mask is not None
 
 
 RECORD_JSON: TypeAdapter[SessionRecord] = TypeAdapter(SessionRecord)

@@ -33,6 +33,7 @@ from typing import Any, Literal
 from sitekeep.cookies import cookie_host
 from sitekeep.errors import Forbidden, InvalidInput, NotFound
 from sitekeep.history import origin_of
+from sitekeep.masking import carried
 from sitekeep.model import OriginStorage, Principal, SiteData, dump_site_data, load_site_data
 from sitekeep.state_preview import select_cookies
 from sitekeep.stores.base import Clock, ProfileRow, ProfileStore, Visibility, system_clock
@@ -152,7 +153,8 @@ def captured(
 ) -> SiteData:
     """What a capture keeps of ``site_data`` (SPEC §9): its unexpired cookies (all, or
     those ``selection`` names as ``{domain, name}``), every origin's localStorage and the
-    main tab's sessionStorage; not IndexedDB nor other tabs. The origin of ``landed``
+    main tab's sessionStorage; not IndexedDB nor other tabs; the mask of what it keeps
+    (``masking.carried``). The origin of ``landed``
     (the URL the capture was taken on) is kept too, with no storage when it had none,
     so the profile knows where it was signed in, scheme and port included (restoring
     writes nothing for it).
@@ -165,13 +167,14 @@ def captured(
     origin = origin_of(landed) if landed else None
     if origin is not None and origin not in origins:
         origins[origin] = OriginStorage({})
-    return SiteData(
+    kept = SiteData(
         cookies=tuple(cookies),
         origins=origins,
         session=site_data.session,
         saved_at=now,
         user_agent=site_data.user_agent,
     )
+    return replace(kept, mask=carried(site_data.mask, kept))
 
 
 def _derived(site_data: SiteData) -> tuple[tuple[str, ...], float | None]:

@@ -2,19 +2,22 @@
 
 A blob is sealed for ``(tenant, kind, id)`` (:mod:`sitekeep.stores.cipher`): resealing
 opens it for exactly that record and seals it again under the newest key for the same
-record, so rotation never moves or widens a blob. Three kinds live in the stores:
+record, so rotation never moves or widens a blob. Four kinds live in the stores:
 
 * ``secret`` — the secrets catalogue (SPEC §7), one row per (tenant, name);
 * ``profile`` — a profile's site data (SPEC §9), one row per (tenant, id);
 * ``site-data`` — a session's snapshot, in the session store under
-  ``site-data/{tenant}/{key}``.
+  ``site-data/{tenant}/{key}``;
+* ``mask`` — the values a session masks (``SessionRecord.mask``, issue #24), inside its
+  record under ``session/{tenant}/{key}``.
 
 **Concurrent writers.** A row is replaced only while it still holds the envelope that was
-read (``swap_sealed``); a snapshot only under the session's lock and over the revision
-that was read (``SessionStore.write``), so a save that lands meanwhile is never
+read (``swap_sealed``); a snapshot or a record only under the session's lock and over the
+revision that was read (``SessionStore.write``), so a save that lands meanwhile is never
 overwritten: the blob is read again and resealed (a save made after the new key was
-added is already under it). The snapshot's expiry moves to ``session_ttl`` from now with
-its record's — rotation counts as a use of the session, so both still expire together.
+added is already under it). The snapshot's expiry and its record's move to
+``session_ttl`` from now together — rotation counts as a use of the session, so both
+still expire together.
 
 A key is retired only after a pass finds nothing sealed under it (:func:`key_use`).
 """
@@ -26,20 +29,28 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from pydantic import ValidationError
+
 from sitekeep.errors import SessionBusy, StoreUnavailable
+from sitekeep.model import RECORD_JSON
+from sitekeep.seam import mask_envelope, with_envelope
+from sitekeep.stores.base import Versioned
 from sitekeep.stores.cipher import Cipher
 
 if TYPE_CHECKING:
     from sitekeep.service import Service
 
-__all__ = ["Blob", "Outcome", "RotationReport", "blobs", "key_use", "reseal_all"]
+__all__ = ["KINDS", "Blob", "Outcome", "RotationReport", "blobs", "key_use", "reseal_all"]
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["secret", "profile", "site-data"]
+Kind = Literal["secret", "profile", "site-data", "mask"]
+KINDS: tuple[Kind, ...] = ("secret", "profile", "site-data", "mask")
 Outcome = Literal["resealed", "current", "gone", "busy", "unreadable"]
 _ATTEMPTS = 5
 _SNAPSHOTS = "site-data/"
+_RECORDS = "session/"
+_READ_AT_ONCE = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,14 +84,36 @@ class RotationReport:
 
 
 async def blobs(service: Service) -> list[Blob]:
-    """Every sealed blob of every tenant, secrets first, then profiles, then snapshots."""
+    """Every sealed blob of every tenant: secrets, profiles, snapshots, then masks."""
     stores = service.stores
     found = [Blob("secret", r.tenant, r.name) for r in await stores.secrets.every()]
     found += [Blob("profile", r.tenant, r.id) for r in await service.profiles.sealed_rows()]
     for key in await stores.sessions.keys(_SNAPSHOTS):
-        tenant, _, session = key[len(_SNAPSHOTS) :].partition("/")
-        found.append(Blob("site-data", tenant, session))
+        found.append(Blob("site-data", *_tenant_key(key, _SNAPSHOTS)))
+    records = await stores.sessions.keys(_RECORDS)
+    for at in range(0, len(records), _READ_AT_ONCE):
+        keys = records[at : at + _READ_AT_ONCE]
+        for key, item in zip(keys, await stores.sessions.read_many(keys), strict=True):
+            if item is not None and _mask_of(item.value) is not None:
+                found.append(Blob("mask", *_tenant_key(key, _RECORDS)))
     return found
+
+
+def _tenant_key(key: str, prefix: str) -> tuple[str, str]:
+    tenant, _, session = key[len(prefix) :].partition("/")
+    return tenant, session
+
+
+def _mask_of(record: bytes) -> bytes | None:
+    """The sealed mask in a stored session record, None without one (or unreadable)."""
+    try:
+        return mask_envelope(RECORD_JSON.validate_json(record))
+    except ValidationError:
+        return None
+
+
+def _with_mask(record: bytes, envelope: bytes) -> bytes:
+    return RECORD_JSON.dump_json(with_envelope(RECORD_JSON.validate_json(record), envelope))
 
 
 async def _sealed(service: Service, blob: Blob) -> bytes | None:
@@ -92,6 +125,9 @@ async def _sealed(service: Service, blob: Blob) -> bytes | None:
     if blob.kind == "profile":
         found = await stores.profiles.get(blob.tenant, blob.ident)
         return found.sealed if found else None
+    if blob.kind == "mask":
+        record = await stores.sessions.get(f"{_RECORDS}{blob.tenant}/{blob.ident}")
+        return None if record is None else _mask_of(record)
     return await stores.sessions.get(f"{_SNAPSHOTS}{blob.tenant}/{blob.ident}")
 
 
@@ -132,22 +168,34 @@ async def _reseal_row(service: Service, cipher: Cipher, blob: Blob) -> Outcome:
     return "busy"  # rewritten under our feet every time: the next pass takes it
 
 
-async def _reseal_snapshot(service: Service, cipher: Cipher, blob: Blob) -> Outcome:
+async def _reseal_in_session(service: Service, cipher: Cipher, blob: Blob) -> Outcome:
+    """A snapshot, or the mask in a record: resealed under the session's lock, written
+    over the revision read; the record's and the snapshot's expiry move together."""
     store = service.stores.sessions
-    key = f"{_SNAPSHOTS}{blob.tenant}/{blob.ident}"
+    where = f"{blob.tenant}/{blob.ident}"
+    record, snapshot = f"{_RECORDS}{where}", f"{_SNAPSHOTS}{where}"
+    key, other = (record, snapshot) if blob.kind == "mask" else (snapshot, record)
     ttl = service.settings.session_ttl
     async with service.session_held(blob.tenant, blob.ident):
         for _ in range(_ATTEMPTS):
             found = await store.read(key)
-            if found is None:
+            old = _envelope(blob, found)
+            if found is None or old is None:
                 return "gone"
-            new = _resealed(cipher, found.value, blob)
+            new = _resealed(cipher, old, blob)
             if new is None:
                 return "current"
-            if await store.write(key, new, ttl=ttl, revision=found.revision) is not None:
-                await store.expire(f"session/{blob.tenant}/{blob.ident}", ttl)
+            value = _with_mask(found.value, new) if blob.kind == "mask" else new
+            if await store.write(key, value, ttl=ttl, revision=found.revision) is not None:
+                await store.expire(other, ttl)
                 return "resealed"
     return "busy"
+
+
+def _envelope(blob: Blob, found: Versioned | None) -> bytes | None:
+    if found is None:
+        return None
+    return _mask_of(found.value) if blob.kind == "mask" else found.value
 
 
 async def reseal_one(service: Service, cipher: Cipher, blob: Blob) -> Outcome:
@@ -155,8 +203,8 @@ async def reseal_one(service: Service, cipher: Cipher, blob: Blob) -> Outcome:
     a blob that does not open for its record is ``unreadable``, a session held by a long
     call ``busy`` — both left as they are for a later pass)."""
     try:
-        if blob.kind == "site-data":
-            return await _reseal_snapshot(service, cipher, blob)
+        if blob.kind in ("site-data", "mask"):
+            return await _reseal_in_session(service, cipher, blob)
         return await _reseal_row(service, cipher, blob)
     except SessionBusy:
         return "busy"

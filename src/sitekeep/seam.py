@@ -30,8 +30,10 @@ the record (SPEC §8 "Restarting the service rebuilds state from the journal").
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import contextvars
+import json
 import logging
 import secrets
 import time
@@ -66,7 +68,7 @@ from sitekeep.errors import (
 )
 from sitekeep.journal import Journal, JournalKey, SessionState, fold, records
 from sitekeep.journal.records import Begin, MarkKind, Record, RefsStatus
-from sitekeep.masking import Masker, forms
+from sitekeep.masking import Masker, carried, forms
 from sitekeep.metrics import Metrics
 from sitekeep.model import (
     LONE_SURROGATE,
@@ -79,6 +81,7 @@ from sitekeep.model import (
     SiteData,
     Skipped,
     dump_site_data,
+    json_bytes,
     load_site_data,
 )
 from sitekeep.operations import HANDLERS, MAX_TYPED_SECRETS, Context, Done
@@ -91,7 +94,12 @@ from sitekeep.stores.base import ClosedReason, Run, RunLedger, Versioned
 from sitekeep.stores.cipher import Cipher
 from sitekeep.vault import Vault
 
-__all__ = ["Seam", "Session", "Track"]
+__all__ = ["MASK_KIND", "MAX_MASKED", "Seam", "Session", "Track"]
+
+MASK_KIND = "mask"
+"""The cipher's kind for a session's sealed mask (``SessionRecord.mask``, SPEC §12)."""
+MAX_MASKED = 32
+"""The most values a session's mask keeps; past it, the oldest go first."""
 
 log = logging.getLogger(__name__)
 
@@ -236,8 +244,9 @@ class Session:
     browser: LiveBrowser | None = None
     pages: list[str] = field(default_factory=list)
     last: tuple[PageInfo, bool] | None = None
-    _typed: tuple[tuple[tuple[str, str], ...], list[str]] | None = None
-    """The typed secrets' names and their values, revealed once per call."""
+    _typed: tuple[tuple[tuple[tuple[str, str], ...], str | None], list[str]] | None = None
+    """The typed secrets' names and the record's sealed mask, and the values they give,
+    revealed once per call."""
     unsettled: bool = False
     warnings: list[dict[str, Any]] = field(default_factory=list)
     save_full: bool = False
@@ -388,8 +397,9 @@ class Session:
                 self.browser = live
                 return live
         await self.journaled()  # a reopen changes the browser and writes marks after it
-        live, report = await self.seam.new_browser(record, land=record.url, restore_data=True)
+        live, report, mask = await self.seam.new_browser(record, land=record.url, restore_data=True)
         self.browser = live
+        record = self.seam.with_mask(record, mask)
         self.record = replace(record, browser=live.ref, reopened=report, refs=None)
         await self.seam.put(self.record)
         await self.journal_new_browser("reopened", report, step=step)
@@ -423,12 +433,13 @@ class Session:
         return self.last
 
     async def typed_values(self) -> list[str]:
-        """The values of the secrets typed in the session, revealed (decrypted) once per
-        call and again only after the call typed another — not at every look of a flow."""
+        """The values the session masks (:meth:`Seam.mask_values`), revealed (decrypted)
+        once per call and again only after the call typed another or restored data that
+        carried more — not at every look of a flow."""
         record = self.require()
-        if self._typed is None or self._typed[0] != record.typed_secrets:
-            values = await self.seam.typed_values(self.who.tenant, record)
-            self._typed = (record.typed_secrets, values)
+        names = (record.typed_secrets, record.mask)
+        if self._typed is None or self._typed[0] != names:
+            self._typed = (names, await self.seam.mask_values(self.who.tenant, record))
         return self._typed[1]
 
     # -- dispatch -------------------------------------------------------------------------
@@ -462,19 +473,19 @@ class Session:
                 secrets,
                 self._save,
                 self.seam.browsers.own_address,
-                secret_typed=bool(self.require().typed_secrets),
+                secret_typed=self.require().secret_typed,
             )
             done = await HANDLERS[op](context, args)
         except SitekeepError as exc:
             begun = await self._begun_after(beginning, exc)
-            await self._failed(begun, exc, tuple(secrets.revealed))
+            await self._failed(begun, exc, tuple(secrets.revealed), secrets.values)
             raise
         except BaseException:
             await beginning.settle()
             self._beginning = None
             raise
         begun = await self._begun_after(beginning)
-        self._apply(done)
+        self._apply(done, secrets.values)
         page, withheld = await self.landed(done.page) if done.page else await self.look()
         await self.finish(
             begun, refs=done.refs, snapshot=done.snapshot, typed=done.typed, saved=done.saved
@@ -508,13 +519,17 @@ class Session:
             self._beginning = None
 
     async def _failed(
-        self, begun: _Op, exc: SitekeepError, typed: tuple[tuple[str, str], ...]
+        self,
+        begun: _Op,
+        exc: SitekeepError,
+        typed: tuple[tuple[str, str], ...],
+        values: Sequence[str] = (),
     ) -> None:
         """The failed operation's finish: where the browser is when it can still be seen
         (a flow reports it), refs unknown. Secrets it revealed are kept as typed (some of
         a value may be in the page) and their values masked in the error (SPEC §7)."""
         if typed:
-            self._apply(Done(typed=typed))
+            self._apply(Done(typed=typed), values)
             with contextlib.suppress(SitekeepError):
                 await self.seam.put(self.require())
         if self.browser is not None:
@@ -528,14 +543,16 @@ class Session:
                     setattr(exc, name, masker.text(value))
             exc.args = tuple(masker.value(list(exc.args)))
 
-    def _apply(self, done: Done) -> None:
+    def _apply(self, done: Done, typed: Sequence[str] = ()) -> None:
+        """Fold an operation's effects into the record; ``typed``: the secret values it
+        revealed, kept (sealed) in the session's mask as they are now."""
         record = self.require()
         if done.snapshot is not None:
             record = replace(record, refs=done.snapshot)
         for name in done.typed:
             kept = tuple(t for t in record.typed_secrets if t != name)
             record = replace(record, typed_secrets=(*kept, name)[-MAX_TYPED_SECRETS:])
-        self.record = record
+        self.record = self.seam.with_mask(record, typed)
 
     async def _save(self, indexed_db: bool) -> tuple[dict[str, Any], PageInfo, Mapping[str, Any]]:
         """The save inside this call: the pages reached so far go into the history first,
@@ -646,6 +663,8 @@ class _Secrets:
     vault: Vault
     tenant: str
     revealed: list[tuple[str, str]] = field(default_factory=list)
+    values: list[str] = field(default_factory=list, repr=False)
+    """Their values, for the session's mask (never in a result)."""
 
     async def info(self, name: str) -> SecretInfo:
         return await self.vault.get_info(self.tenant, name, name_field="secret")
@@ -653,6 +672,7 @@ class _Secrets:
     async def reveal(self, name: str, field: str) -> str:
         value = await self.vault.reveal(self.tenant, name, field, name_field="secret")
         self.revealed.append((name, field))
+        self.values.append(value)
         return value
 
 
@@ -858,23 +878,56 @@ class Seam:
             cap=self.settings.history_cap,
         )
 
-    async def typed_values(self, tenant: str, record: SessionRecord) -> list[str]:
-        """The values of the secrets typed in the session (deleted or changed ones skipped:
-        nothing of them is known any more)."""
-        values = []
+    # -- the session's mask (SPEC §7, §12; issue #24) --------------------------------------
+
+    def sealed_mask(self, record: SessionRecord) -> list[str]:
+        """The values of the record's sealed mask (``SessionRecord.mask``), oldest first.
+
+        Raises:
+            StoreUnavailable: it does not open for this session (moved, tampered with).
+        """
+        envelope = mask_envelope(record)
+        if envelope is None:
+            return []
+        plain = self.cipher.open(envelope, tenant=record.tenant, kind=MASK_KIND, ident=record.key)
+        return list(json.loads(plain))
+
+    def with_mask(self, record: SessionRecord, values: Sequence[str]) -> SessionRecord:
+        """``record`` with ``values`` added to its sealed mask: each once, newest last, at
+        most :data:`MAX_MASKED` (the oldest go first); the same record when nothing is new."""
+        old = self.sealed_mask(record) if values else []
+        new = [v for v in dict.fromkeys(values) if v and v not in old]
+        if not new:
+            return record
+        kept = [*old, *new][-MAX_MASKED:]
+        sealed = self.cipher.seal(
+            json_bytes(kept), tenant=record.tenant, kind=MASK_KIND, ident=record.key
+        )
+        return with_envelope(record, sealed)
+
+    async def mask_values(self, tenant: str, record: SessionRecord) -> list[str]:
+        """What the session masks in every result and view: its sealed mask (the values
+        typed here as they were when typed, and those restored data carried in) and the
+        current values of the secrets typed here (a record from before the mask was kept;
+        a deleted or changed one is skipped)."""
+        values = self.sealed_mask(record)
         for name, key in record.typed_secrets:
             with contextlib.suppress(SitekeepError):
                 values.append(await self.vault.reveal(tenant, name, key))
-        return values
+        return list(dict.fromkeys(values))
 
-    async def masker(self, tenant: str, record: SessionRecord) -> Masker:
-        """What masks the session's typed secret values in its results (SPEC §7, §12)."""
-        if not record.typed_secrets:
+    async def masker(
+        self, tenant: str, record: SessionRecord, data: SiteData | None = None
+    ) -> Masker:
+        """What masks the session's values (:meth:`mask_values`) in its results and in
+        ``data`` (its snapshot), with the values ``data`` carries (SPEC §7, §12)."""
+        held = data.mask if data is not None else ()
+        if not record.secret_typed and not held:
             return Masker({})
-        return Masker.of(await self.typed_values(tenant, record))
+        return Masker.of([*await self.mask_values(tenant, record), *held])
 
     async def holds_secret(self, tenant: str, record: SessionRecord, url: str) -> bool:
-        values = await self.typed_values(tenant, record) if record.typed_secrets else []
+        values = await self.mask_values(tenant, record) if record.secret_typed else []
         return any(_appears_in(value, url) for value in values)
 
     # -- browsers -------------------------------------------------------------------------
@@ -887,7 +940,7 @@ class Seam:
         restore_data: bool,
         preset: SiteData | None = None,
         land_field: str | None = None,
-    ) -> tuple[LiveBrowser, dict[str, Any] | None]:
+    ) -> tuple[LiveBrowser, dict[str, Any] | None, tuple[str, ...]]:
         """A new browser for the session, its run in the ledger: reserved under the caps
         before the browser starts, and where it runs recorded before anything loads in it.
         It runs through the session's proxy (SPEC §14); ``preset`` (a profile's site data)
@@ -896,6 +949,11 @@ class Seam:
         Args:
             land_field: the caller's argument that held ``land``, which a failed load
                 names (``NavigationFailed.field``); None when ``land`` is the last page.
+
+        Returns:
+            The browser, the restore report (None when nothing was restored), and the mask
+            the restored data carried (``SiteData.mask``), which the caller adds to the
+            session's (:meth:`with_mask`).
 
         Raises:
             CapacityExceeded: a cap is reached; no browser was started.
@@ -915,10 +973,10 @@ class Seam:
             await self.release(live.ref, "crashed")
             raise
         try:
-            filled = await self._fill_new_browser(
+            filled, mask = await self._fill_new_browser(
                 live, record, land, restore_data, preset, land_field
             )
-            return live, filled
+            return live, filled, mask
         except BaseException:
             # No record names this browser yet: a failed first load (an unsafe port, a
             # page slower than the navigation timeout) would leave it running unowned.
@@ -1021,9 +1079,10 @@ class Seam:
         restore_data: bool,
         preset: SiteData | None = None,
         land_field: str | None = None,
-    ) -> dict[str, Any] | None:
+    ) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
         """Restore the session's snapshot (or ``preset``: a profile's site data) into a
-        new browser, then land; the restore report, or None when nothing was written."""
+        new browser, then land; the restore report (None when nothing was written) and
+        the restored data's mask."""
         snapshot = None
         if not record.insecure:  # restored cookies must never meet a man in the middle
             snapshot = preset
@@ -1034,17 +1093,17 @@ class Seam:
         if snapshot is None:
             if land:
                 await live.navigate(land, field=land_field)
-            return None
+            return None, ()
         warnings = await self.user_agent(live, record, snapshot)
         with self.metrics.timed(self.metrics.restores):
             report = await restore(live, snapshot, land, now=self.clock())
         warnings.extend(report.warnings)
         if not report.restored and not report.skipped and not warnings:
-            return None
+            return None, snapshot.mask
         result = {**report.as_json(), "uri": site_data_uri(record.key)}
         if warnings:
             result["warnings"] = warnings
-        return result
+        return result, snapshot.mask
 
     async def _profile_data(self, record: SessionRecord) -> SiteData | None:
         """The site data of the profile the session was opened from, for a browser of a
@@ -1134,7 +1193,8 @@ class Seam:
     ) -> SiteDataRead:
         """What a save would store — composed over the session's snapshot — and what it
         left out; nothing is written (a profile capture keeps it elsewhere, SPEC §9). The
-        last snapshot is loaded beside the browser's first reads."""
+        last snapshot is loaded beside the browser's first reads. It carries the mask of
+        the values it holds (``masking.carried``: the session's and the last snapshot's)."""
         captured = await read_snapshot(
             browser,
             [e.origin for e in record.history],
@@ -1147,9 +1207,10 @@ class Seam:
             journaled=journaled,
         )
         page = captured.page or await browser.page_info()
-        return SiteDataRead(
-            captured.snapshot, captured.skipped, captured.order, captured.spare_reads, page
-        )
+        snapshot = captured.snapshot
+        values = [*await self.mask_values(record.tenant, record), *snapshot.mask]
+        snapshot = replace(snapshot, mask=carried(values, snapshot))
+        return SiteDataRead(snapshot, captured.skipped, captured.order, captured.spare_reads, page)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1163,6 +1224,16 @@ class SiteDataRead:
     order: list[str]
     spare_reads: int
     page: PageInfo
+
+
+def mask_envelope(record: SessionRecord) -> bytes | None:
+    """The sealed envelope of the record's mask (``SessionRecord.mask``), or None."""
+    return None if record.mask is None else base64.b64decode(record.mask)
+
+
+def with_envelope(record: SessionRecord, envelope: bytes) -> SessionRecord:
+    """``record`` holding ``envelope`` as its sealed mask (key rotation reseals it so)."""
+    return replace(record, mask=base64.b64encode(envelope).decode("ascii"))
 
 
 def site_data_uri(key: str) -> str:

@@ -48,7 +48,7 @@ from sitekeep.flows import run_steps
 from sitekeep.interop import FORMATS, Format, export_site_data, import_text
 from sitekeep.journal import Journal, JournalKey, open_journal
 from sitekeep.live import LiveSessions
-from sitekeep.masking import masked_site_data
+from sitekeep.masking import Masker, masked_site_data
 from sitekeep.metrics import check_scraper
 from sitekeep.model import (
     BrowserKind,
@@ -470,13 +470,14 @@ class Service:
             record = replace(record, profile=profile.row.id)
         if live is None:
             preset = profile.site_data if profile is not None else None
-            live, report = await self.seam.new_browser(
+            live, report, mask = await self.seam.new_browser(
                 record,
                 land=url or record.url or (first_site(preset) if preset else None),
                 restore_data=restore_site_data,
                 preset=preset,
                 land_field="url" if url else None,
             )
+            record = self.seam.with_mask(record, mask)  # the mask follows the data
             s.browser = live
             await s.journal_new_browser("opened", report)
             if report is not None:
@@ -914,7 +915,7 @@ class Service:
         snapshot = await self._load_snapshot(who.tenant, key)
         if snapshot is None:
             raise NotFound("site", site, field="site")
-        masker = await self.seam.masker(who.tenant, record)
+        masker = await self.seam.masker(who.tenant, record, snapshot)
         return well_formed(masker.value({"key": key, **sitedata.host_view(snapshot, site)}))
 
     # -- profiles (SPEC §9): the gate lives in ``self.profiles``; these join it to sessions
@@ -947,7 +948,7 @@ class Service:
         """
         loaded = await self.profiles.load(who, ident, "read")
         cookies = loaded.site_data.cookies
-        sites = [
+        sites: list[dict[str, Any]] = [
             {
                 "site": r.site,
                 "cookies": r.cookies,
@@ -957,6 +958,7 @@ class Service:
             }
             for r in sitedata.host_rows(loaded.site_data, ())
         ]
+        sites = Masker.of(loaded.site_data.mask).value(sites)  # cookie names too (issue #24)
         return {**self._profile(loaded.row, who), "sites": sites}
 
     async def update_profile(
@@ -1052,8 +1054,19 @@ class Service:
             InvalidInput: an unknown ``format``. NotFound, Forbidden: the gate.
         """
         form = _interop_format(fmt)
-        loaded = await self.profiles.load(who, ident, "capture")
-        return _exported(loaded.site_data, form)
+        return _exported(await self.profile_site_data(who, ident), form)
+
+    async def profile_site_data(self, who: Principal, ident: str) -> SiteData:
+        """A profile's site data, values and all, for exports — only for those who may
+        manage it — except the secret values its mask names (``SiteData.mask``): a page
+        copied them into the data in the session it came from, and every stretch of one
+        is ``•••`` (``masking``; issue #24).
+
+        Raises:
+            NotFound, Forbidden: the gate (``capture``).
+        """
+        data = (await self.profiles.load(who, ident, "capture")).site_data
+        return masked_site_data(Masker.of(data.mask), data)
 
     # -- a session's state: preview and storage state (SPEC §9, §15) ------------------------
 
@@ -1133,7 +1146,7 @@ class Service:
         """
         record = await self._values_gate(who, key, "export its storage state")
         snapshot = await self._load_snapshot(who.tenant, key) or SiteData()
-        return masked_site_data(await self.seam.masker(who.tenant, record), snapshot)
+        return masked_site_data(await self.seam.masker(who.tenant, record, snapshot), snapshot)
 
     # -- tokens, secrets, runs: the facades reach the stores only through these -----------
 

@@ -121,6 +121,7 @@ def compose(
         saved_at=saved_at,
         tabs=tuple(t for t in tabs if t.items),
         user_agent=user_agent or (previous.user_agent if previous else None),
+        mask=previous.mask if previous else (),  # kept to the save (``masking.carried``)
     )
     capped, left_out = _fit(snapshot, visit_order, cap)
     skipped.extend(left_out)

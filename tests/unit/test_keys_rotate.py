@@ -1,10 +1,11 @@
 """``sitekeep keys rotate`` (SPEC §12) on a real data dir (SQLite, the key file): every
-secret, profile and snapshot resealed under the new key and still opening; a blob moved
-to another record, tenant or kind never opens; a write landing during the pass is never
-overwritten; old keys retired only once nothing uses them."""
+secret, profile, snapshot and session mask resealed under the new key and still opening;
+a blob moved to another record, tenant or kind never opens; a write landing during the
+pass is never overwritten; old keys retired only once nothing uses them."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.anyio
 
 WHO = Principal("t1", "ada", "admin")
 PASS = "dummy-rotate-pass-1f0c"
+TYPED = "dummy-rotate-typed-5a2e"
 APP = "http://app.example.test:8001"
 
 
@@ -34,9 +36,11 @@ def site_data(value: str) -> SiteData:
     return SiteData(cookies=(cookie,), origins={APP: OriginStorage({"k": value})}, saved_at=1.0)
 
 
-async def seed_session(svc: Service, key: str, snapshot: SiteData, tenant: str = "t1") -> None:
+async def seed_session(
+    svc: Service, key: str, snapshot: SiteData, tenant: str = "t1", mask: tuple[str, ...] = ()
+) -> None:
     now = time.time()
-    record = SessionRecord(tenant, key, "ada", "chromium", now, now)
+    record = svc.seam.with_mask(SessionRecord(tenant, key, "ada", "chromium", now, now), mask)
     who = Principal(tenant, "ada", "admin")
 
     async def body() -> dict[str, Any]:
@@ -49,11 +53,12 @@ async def seed_session(svc: Service, key: str, snapshot: SiteData, tenant: str =
 
 
 async def seed(svc: Service) -> str:
-    """A secret, a profile with site data and a session snapshot; the profile's id."""
+    """A secret, a profile with site data and a session with a snapshot and a mask; the
+    profile's id."""
     await svc.secrets.put("t1", "login", "", ["app.example.test"], {"password": PASS})
     row = await svc.profiles.create(WHO, "staging")
     await svc.profiles.write(WHO, row.id, captured(site_data("dummy-profile"), None, 2.0))
-    await seed_session(svc, "s1", site_data("dummy-snapshot"))
+    await seed_session(svc, "s1", site_data("dummy-snapshot"), mask=(TYPED,))
     return row.id
 
 
@@ -63,6 +68,8 @@ async def everything_opens(svc: Service, profile: str) -> None:
     assert loaded.site_data.cookies[0].value == "dummy-profile"
     snapshot = await svc._load_snapshot("t1", "s1")
     assert snapshot is not None and snapshot.cookies[0].value == "dummy-snapshot"
+    record = await svc._load("t1", "s1")
+    assert record is not None and svc.seam.sealed_mask(record) == [TYPED]
 
 
 @pytest.fixture
@@ -83,10 +90,11 @@ def test_rotate_reseals_every_blob_and_retire_drops_only_keys_nothing_uses(
     result = CliRunner().invoke(app, ["keys", "rotate"])
     assert result.exit_code == 0, result.stderr
     assert "resealing" in result.stderr and PASS not in result.stdout + result.stderr
+    assert re.search(r"mask\W+1\W+0", result.stdout), result.stdout
     ring = KeyFile(settings.key_file).ring()
     new = ring.current.id
     assert new != old and ring.ids == (old, new)  # the old key is kept
-    assert on_service(settings, rotation.key_use) == {new: 3}
+    assert on_service(settings, rotation.key_use) == {new: 4}
     on_service(settings, lambda svc: everything_opens(svc, profile))
 
     again = CliRunner().invoke(app, ["keys", "rotate", "--no-new-key", "--retire"])
