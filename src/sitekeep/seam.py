@@ -462,7 +462,7 @@ class Session:
                 secrets,
                 self._save,
                 self.seam.browsers.own_address,
-                secret_typed=bool(self.require().typed_secrets),
+                secret_typed=has_typed_secret(self.require()),
             )
             done = await HANDLERS[op](context, args)
         except SitekeepError as exc:
@@ -763,6 +763,12 @@ class Seam:
     async def load(self, tenant: str, key: str) -> SessionRecord | None:
         """The record, or None; inside a seam, its revision is kept for :meth:`put`."""
         return self._record_of(tenant, key, await self.store.read(self.record_key(tenant, key)))
+
+    async def secret_typed(self, tenant: str, key: str) -> bool:
+        """Whether a secret was typed in session ``key`` (:func:`has_typed_secret`): what the
+        live socket's input is judged by, as an operation's is by ``Context.secret_typed``."""
+        record = await self.load(tenant, key)
+        return record is not None and has_typed_secret(record)
 
     async def load_many(self, tenant: str, keys: Sequence[str]) -> list[SessionRecord | None]:
         """:meth:`load` of each key, in one store round trip."""
@@ -1163,6 +1169,12 @@ class SiteDataRead:
     order: list[str]
     spare_reads: int
     page: PageInfo
+
+
+def has_typed_secret(record: SessionRecord) -> bool:
+    """Whether a secret was typed in the session (SPEC §7): its input may then not move a
+    value through a clipboard or the like (``browser.inputs``), by any path."""
+    return bool(record.typed_secrets)
 
 
 def site_data_uri(key: str) -> str:
