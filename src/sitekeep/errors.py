@@ -11,7 +11,7 @@ them to status codes in one table (``sitekeep.api.errors``)::
     ├── Unauthorized            401  no or unknown bearer token
     ├── Forbidden               403  the token's role may not do this
     │   ├── SecretNotAllowed    403  the secret may not be typed on this host
-    │   ├── ClipboardNotAllowed 403  a copy/cut/paste key after a secret was typed (``field``)
+    │   ├── ClipboardNotAllowed 403  a copy/cut/paste input after a secret was typed (``field``)
     │   └── OwnAddress          403  the URL is the sitekeep server itself (SPEC §12)
     ├── NotFound                404  no such session/host/element… in this tenant (``field``)
     ├── MethodNotAllowed        405  the route takes other methods (``allow``)
@@ -275,21 +275,25 @@ class SecretNotAllowed(Forbidden):
 
 
 class ClipboardNotAllowed(Forbidden):
-    """A clipboard key chord (copy, cut, paste: ``Control``/``Meta`` + ``C``, ``X``, ``V``,
-    ``Insert``; ``Shift`` + ``Delete``, ``Insert``) pressed in a session where a secret
-    was typed (SPEC §7): a typed value could be carried to a host the secret does not
-    allow. Nothing was pressed.
+    """An input that could move a typed value through a clipboard or the like, in a
+    session where a secret was typed (SPEC §7): a copy, cut or paste key (``Control``/
+    ``Meta`` + ``C``, ``X``, ``V``, ``Insert``; ``Shift`` + ``Delete``, ``Insert``), the
+    context menu (``Shift+F10``, the secondary button), the middle button (it pastes the
+    selection) or a drag — by any path: ``press``, ``type``, a flow, MCP, the live socket
+    (``sitekeep.browser.inputs``). Nothing of it reached the browser.
 
     Attributes:
-        field: the argument that held the chord (``keys``).
+        field: the argument that held it (``keys``, ``text``, ``key``, ``button``…).
     """
 
     type_name = "clipboard_not_allowed"
 
-    def __init__(self, chord: str, *, field: str = "keys") -> None:
+    def __init__(
+        self, chord: str, *, field: str = "keys", does: str = "is a clipboard key"
+    ) -> None:
         super().__init__(
-            f"{chord} is a clipboard key: it may not be pressed in a session where a "
-            "secret was typed; nothing was pressed",
+            f"{chord} {does}: refused in a session where a secret was typed (it could carry "
+            "a typed value past the secret's hosts); nothing of it was sent",
             field=field,
         )
 

@@ -30,8 +30,11 @@ and an idle page is captured less and less often until input or a change wakes i
 Server messages other than frames (``ready``, ``page``, ``viewport``, ``error``,
 ``closed``) are queued without a bound and never dropped; so is input, which
 runs in order under the session's lock — the one agent calls take — so a person's input
-and an agent's call never interleave in one tab. Input is a person's: it is never logged
-nor journaled.
+and an agent's call never interleave in one tab. Input goes through the browser's input
+gate (``browser.inputs``) as an agent's does: in a session where a secret was typed, a
+message that could copy, cut or paste, open the context menu, paste the selection or drag
+is answered with an ``error`` (``clipboard_not_allowed``), nothing of it is sent, and the
+socket goes on. Input is a person's: it is never logged nor journaled.
 """
 
 from __future__ import annotations
@@ -533,8 +536,9 @@ class Relay:
             try:
                 # The lock every agent call takes: input never interleaves with one.
                 async with svc.session_held(self._who.tenant, self._live.key):
+                    typed = await svc.seam.secret_typed(self._who.tenant, self._live.key)
                     for message in batch:
-                        await self._apply(message)
+                        await self._apply(message, typed)
             except BrowserUnavailable:
                 self._close(_error(BrowserUnavailable("the browser is gone")))
                 return
@@ -542,17 +546,23 @@ class Relay:
                 self._say(_error(exc))
             self._kick.set()
 
-    async def _apply(self, message: Any) -> None:
+    async def _apply(self, message: Any, secret_typed: bool = False) -> None:
         try:
-            await self._apply_one(message)
+            await self._apply_one(message, secret_typed)
         finally:
             if isinstance(message, screencast.Resize):
                 self._repinning = False  # a capture of the wrong size after this asks again
 
-    async def _apply_one(self, message: Any) -> None:
+    async def _apply_one(self, message: Any, secret_typed: bool) -> None:
+        """Apply one message; a refusal (``ClipboardNotAllowed`` in a session where a secret
+        was typed, SPEC §7) or a browser's error is said as an ``error`` message and the
+        socket goes on."""
         try:
             done = await screencast.apply(
-                self._browser, message, own_origins=self._svc.own_origins()
+                self._browser,
+                message,
+                own_origins=self._svc.own_origins(),
+                secret_typed=secret_typed,
             )
         except (BidiError, BidiTimeout) as exc:
             self._say(_error(exc))

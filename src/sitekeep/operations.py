@@ -18,12 +18,11 @@ from typing import Any, Protocol
 
 from sitekeep import history as hist
 from sitekeep.address import Refused, ServerAddress
-from sitekeep.browser import keys, page
+from sitekeep.browser import inputs, keys, page
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.errors import (
     AssertionFailed,
     BidiError,
-    ClipboardNotAllowed,
     InvalidInput,
     SecretNotAllowed,
     StaleRef,
@@ -101,7 +100,8 @@ class Context:
     own: Refused | ServerAddress | None = None
     """Where the server listens: a URL reaching it in any spelling is refused (403)."""
     secret_typed: bool = False
-    """Whether a secret was typed in this session: clipboard keys are refused (403)."""
+    """Whether a secret was typed in this session: input that could move a value through
+    a clipboard or the like is refused (403, ``browser.inputs``)."""
 
     async def target(self, ref: str | None, selector: str | None) -> str:
         """The ``sharedId`` a ref (of this browser's last snapshot) or a selector names.
@@ -179,13 +179,21 @@ async def _click(call: Context, args: ClickArgs) -> Done:
     field = _named_by(args.selector)
 
     async def act(shared_id: str) -> None:
-        await page.settle(call.browser, lambda: page.click(call.browser, shared_id, field))
+        await page.settle(
+            call.browser,
+            lambda: page.click(call.browser, shared_id, field, secret_typed=call.secret_typed),
+        )
 
     await call.on_element(args.ref, args.selector, act)
     return Done()
 
 
 async def _type(call: Context, args: TypeArgs) -> Done:
+    # Judged whole before anything is typed: a key code point in it holds to its end.
+    text = inputs.presses(args.text, "keyboard")
+    call.browser.input.admit(
+        [text], secret_typed=call.secret_typed, field="text", alone=True, sticky=True
+    )
     await _type_into(call, args.ref, args.selector, args.text, args.submit)
     return Done()
 
@@ -201,9 +209,20 @@ async def _type_into(
     field = _named_by(selector)
 
     async def act(shared_id: str) -> None:
+        if guard is not None:
+            # A secret: nothing a person or an earlier call left held (a key, the middle
+            # button) stays down into a session holding a typed value (``browser.inputs``).
+            await inputs.release(call.browser)
+
         def typing() -> Awaitable[None]:
             return keys.type_text(
-                call.browser, shared_id, text, submit=submit, guard=guard, field=field
+                call.browser,
+                shared_id,
+                text,
+                submit=submit,
+                guard=guard,
+                field=field,
+                secret_typed=call.secret_typed,
             )
 
         if submit:
@@ -231,12 +250,10 @@ async def _type_secret(call: Context, args: TypeSecretArgs) -> Done:
 
 
 async def _press(call: Context, args: PressArgs) -> Done:
-    combos = page.parse_keys(args.keys)  # a bad key is refused before anything is pressed
-    if call.secret_typed:  # no clipboard may carry a typed value elsewhere (SPEC §7)
-        chord = keys.clipboard_chord(combos)
-        if chord is not None:
-            raise ClipboardNotAllowed(repr(args.keys.split()[chord]))
-    await page.settle(call.browser, lambda: page.press(call.browser, args.keys))
+    # A bad key, or (SPEC §7) a clipboard chord, is refused before anything is pressed.
+    await page.settle(
+        call.browser, lambda: page.press(call.browser, args.keys, secret_typed=call.secret_typed)
+    )
     return Done()
 
 

@@ -784,6 +784,13 @@ class Seam:
         """The record, or None; inside a seam, its revision is kept for :meth:`put`."""
         return self._record_of(tenant, key, await self.store.read(self.record_key(tenant, key)))
 
+    async def secret_typed(self, tenant: str, key: str) -> bool:
+        """Whether a secret was typed in session ``key`` (``SessionRecord.secret_typed``):
+        what the live socket's input is judged by, as an operation's is by
+        ``Context.secret_typed``."""
+        record = await self.load(tenant, key)
+        return record is not None and record.secret_typed
+
     async def load_many(self, tenant: str, keys: Sequence[str]) -> list[SessionRecord | None]:
         """:meth:`load` of each key, in one store round trip."""
         found = await self.store.read_many([self.record_key(tenant, key) for key in keys])

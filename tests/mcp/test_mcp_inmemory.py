@@ -15,7 +15,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, ImageContent, TextContent
 
 from fixtures.serve import free_port
-from fixtures.sites import FORM_PASSWORD, FORM_USER, Sites
+from fixtures.sites import FORM_PASSWORD, FORM_USER, REC_HOST, TYPED_SECRET, Sites
 from sitekeep.config import Settings
 from sitekeep.errors import NotFound
 from sitekeep.limits import MAX_NAME, MAX_URL
@@ -294,3 +294,18 @@ async def test_arguments_past_the_http_bounds_are_invalid_input_naming_the_field
     assert error["type"] == "invalid_input" and error["field"] == field, error
     with pytest.raises(NotFound):
         await service.record(WHO, "bounded")
+
+
+async def test_after_a_secret_is_typed_mcp_refuses_clipboard_input_naming_the_field(
+    client: Client, service: Service, sites: Sites
+) -> None:
+    await service.secrets.put(WHO.tenant, "clip", "", [REC_HOST], {"short": TYPED_SECRET})
+    await call(client, "open_session", key="clip", url=sites.url(REC_HOST, "/"))
+    await call(client, "type_secret", key="clip", selector="#rec", secret="clip", field="short")
+    for tool, args, field in (
+        ("press", {"keys": "Shift+\ue05c"}, "keys"),  # Shift+Insert of the number pad
+        ("type", {"selector": "#rec", "text": "\ue009v"}, "text"),  # Control, then v
+    ):
+        refused = error_of(await client.call_tool(tool, {"key": "clip", **args}))
+        assert (refused["type"], refused["field"]) == ("clipboard_not_allowed", field), tool
+    assert (await call(client, "press", key="clip", keys="Control+A"))["title"] == "Recorder"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sitekeep.browser import keys, page
+from sitekeep.browser import keys
 from sitekeep.errors import BidiTimeout, Conflict, InvalidInput, SecretNotAllowed
 from sitekeep.secrets import MAX_VALUE_CHARS
 from sitekeep.steps import parse_args
@@ -37,20 +37,3 @@ def test_other_stops_name_the_element_or_the_bound() -> None:
 def test_a_page_that_replaces_the_field_mid_typing_is_a_conflict_not_another_host() -> None:
     error = keys._error(keys._Stopped("detached", "app.example.test", 1024), GUARD, "selector")
     assert isinstance(error, Conflict) and not isinstance(error, SecretNotAllowed)
-
-
-@pytest.mark.parametrize(
-    ("pressed", "chord"),
-    [("Control+C", 0), ("Meta+x", 0), ("Tab Control+Shift+V", 1), ("Shift+Delete", 0),
-     ("Control+A Control+C", 1), ("Control+A", None), ("C V x", None), ("Shift+Tab", None),
-     ("Alt+c", None)],
-)  # fmt: skip
-def test_clipboard_chords_are_found_whatever_else_is_held(pressed: str, chord: int | None) -> None:
-    assert keys.clipboard_chord(page.parse_keys(pressed)) == chord
-
-
-def test_insert_chords_copy_and_paste_too() -> None:
-    control, shift, insert = page.KEYS["Control"], page.KEYS["Shift"], "\ue016"
-    assert keys.clipboard_chord([[control, insert]]) == 0
-    assert keys.clipboard_chord([[shift, insert]]) == 0
-    assert keys.clipboard_chord([[insert]]) is None

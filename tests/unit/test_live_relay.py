@@ -15,6 +15,7 @@ from typing import Any, cast
 
 import pytest
 
+from sitekeep.browser.inputs import InputGate
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.screencast import jpeg_size
 from sitekeep.errors import SessionBusy
@@ -79,6 +80,7 @@ class FakeBrowser:
     conn: FakeConn
     context: str = "ctx"
     ref: Any = field(default_factory=lambda: type("Ref", (), {"kind": "chromium"})())
+    input: InputGate = field(default_factory=InputGate)
 
     async def evaluate_json(self, *_: Any, **__: Any) -> Any:
         return [1280, 800]
@@ -94,6 +96,16 @@ class FakeService:
     busy: int = 0
     """Holds that fail (SessionBusy) before one succeeds."""
     settings: Any = field(default_factory=lambda: type("Settings", (), {"live_captures": 1})())
+    typed: bool = False
+    """Whether a secret was typed in the session (``Seam.secret_typed``)."""
+
+    @property
+    def seam(self) -> Any:
+        async def secret_typed(tenant: str, key: str) -> bool:
+            assert self.inside, "read under the session's lock"
+            return self.typed
+
+        return type("S", (), {"secret_typed": staticmethod(secret_typed)})()
 
     @contextlib.asynccontextmanager
     async def _hold(self, key: str) -> AsyncIterator[None]:
@@ -153,10 +165,12 @@ async def run_relay(
     kind: str = "chromium",
     captures: int | None = 1,
     busy: int = 0,
+    typed: bool = False,
 ) -> tuple[Client, FakeConn, FakeService, asyncio.Task[None]]:
     """A relay on a fake socket of ``kind``; ``captures`` is ``live_captures`` (None: per
-    browser kind); the session's lock is not had ``busy`` times first."""
-    client, svc = Client(), FakeService(busy=busy)
+    browser kind); the session's lock is not had ``busy`` times first; ``typed``: a
+    secret was typed in the session."""
+    client, svc = Client(), FakeService(busy=busy, typed=typed)
     conn = conn if conn is not None else FakeConn(still=still)
     svc.settings = type("Settings", (), {"live_captures": captures})()
     browser = FakeBrowser(conn, ref=type("Ref", (), {"kind": kind})())
@@ -217,6 +231,42 @@ async def test_input_runs_in_order_under_the_session_lock_and_errors_pass_when_f
     assert sent[0][1]["actions"][0]["id"] == "live-mouse"
     assert [a["value"] for a in sent[1][1]["actions"][0]["actions"]] == ["h", "h", "i", "i"]
     assert svc.held and set(svc.held) == {"t1/s1"}
+    task.cancel()
+
+
+async def test_a_refused_input_is_an_error_message_the_socket_goes_on_and_sends_none_of_it() -> (
+    None
+):
+    client, conn, _, task = await run_relay(typed=True)
+    for message in (
+        {"type": "key", "key": "Control", "action": "down"},
+        {"type": "key", "key": "c"},  # Control+C across two messages
+        {"type": "key", "key": "v", "modifiers": ["Meta"]},
+        {"type": "pointer", "action": "click", "x": 5, "y": 6, "button": 1},
+        {"type": "text", "text": "\ue009x"},
+        {"type": "key", "key": "a", "modifiers": ["Control"]},  # select all: allowed
+    ):
+        await client.inbox.put(json.dumps(message))
+    await until(lambda: len([m for m in client.messages if m["type"] == "error"]) == 4)
+    errors = [m for m in client.messages if m["type"] == "error"]
+    assert [(e["error"]["type"], e["error"]["field"]) for e in errors] == [
+        ("clipboard_not_allowed", "key"),
+        ("clipboard_not_allowed", "key"),
+        ("clipboard_not_allowed", "button"),
+        ("clipboard_not_allowed", "text"),
+    ]
+    assert "'Control+C' copies, cuts or pastes" in errors[0]["error"]["message"]
+    await until(lambda: len(conn.inputs()) == 4)
+    sent = [(m, p.get("actions", [{}])[0].get("actions")) for m, p in conn.inputs()]
+    down, a = [{"type": "keyDown", "value": v} for v in ("\ue009", "a")]
+    up_a, up = [{"type": "keyUp", "value": v} for v in ("a", "\ue009")]
+    assert sent == [
+        ("input.releaseActions", None),  # what the relay knew nothing of: let go first
+        ("input.performActions", [down]),
+        ("input.releaseActions", None),  # the refused "c": the held Control let go
+        ("input.performActions", [down, a, up_a, up]),
+    ]
+    assert not task.done()
     task.cancel()
 
 

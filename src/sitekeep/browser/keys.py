@@ -52,6 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sitekeep.browser import inputs
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.errors import (
     BidiError,
@@ -74,7 +75,6 @@ __all__ = [
     "RELEASE_GRACE",
     "TYPE_BUDGET",
     "Guard",
-    "clipboard_chord",
     "type_text",
 ]
 
@@ -204,6 +204,7 @@ class _Typing:
     doc_base: float = 0.0
     loop_base: float = 0.0
     typed: int = 0
+    secret_typed: bool = False  # in the session before this call: the input gate's rules
 
     async def call(self, mode: str, text: str = "") -> dict[str, Any]:
         now = asyncio.get_running_loop().time()
@@ -258,6 +259,7 @@ async def type_text(
     submit: bool = False,
     guard: Guard | None = None,
     field: str = "ref",
+    secret_typed: bool = False,
 ) -> None:
     """Replace what the element holds with ``text``; ``submit`` presses Enter after.
 
@@ -269,6 +271,9 @@ async def type_text(
             the first chunk, every chunk checks it is still that document, the element must
             be a text field (no key fallback) and the focus never on a frame.
         field: the argument naming the element (``ref`` or ``selector``), for errors.
+        secret_typed: whether a secret was typed in the session before: key events then
+            go through the input gate's rules (``browser.inputs``; the caller judged the
+            whole text first).
 
     Raises:
         SecretNotAllowed: (``guard``) the document's host is not allowed, the element is or
@@ -286,7 +291,8 @@ async def type_text(
         raise InvalidInput(f"text holds at most {MAX_TEXT_CHARS} characters", field="text")
     loop = asyncio.get_running_loop()
     deadline = loop.time() + TYPE_BUDGET
-    typing = _Typing(browser, shared_id, secrets.token_hex(16), "", deadline)
+    token = secrets.token_hex(16)
+    typing = _Typing(browser, shared_id, token, "", deadline, secret_typed=secret_typed)
     try:
         await _type(typing, text, submit, guard)
     except _Stopped as stop:
@@ -371,34 +377,35 @@ async def _keys_into_frame(typing: _Typing, text: str, submit: bool) -> None:
 
 
 async def _press(typing: _Typing, keys: list[str]) -> None:
-    """One ``input.performActions`` of keyDown/keyUp pairs. Without an answer in time:
+    """One ``input.performActions`` of keyDown/keyUp pairs, through the input gate (an
+    agent's text: alone, modifiers sticky). Without an answer in time:
     ``input.releaseActions``, then wait up to :data:`RELEASE_GRACE` more for the chunk to
     end, so a call returns with its keys delivered or the browser not answering at all.
 
     Raises:
         BidiTimeout: no answer in time (the keys that reached the page went to the element
             the chunk's check saw focused).
+        ClipboardNotAllowed: (a secret was typed) the keys copy, cut or paste.
     """
-    actions: list[dict[str, Any]] = []
-    for key in keys:
-        actions += [{"type": "keyDown", "value": key}, {"type": "keyUp", "value": key}]
     browser = typing.browser
     limit = min(typing.deadline - asyncio.get_running_loop().time(), browser.conn.timeout)
     if limit <= 0:
         raise _Stopped("late", typing.host, typing.typed)
-    params = {
-        "context": browser.context,
-        "actions": [{"type": "key", "id": "keyboard", "actions": actions}],
-    }
     sent = asyncio.ensure_future(
-        browser.conn.send("input.performActions", params, timeout=limit + RELEASE_GRACE)
+        inputs.perform(
+            browser,
+            [inputs.presses(keys, "keyboard")],
+            secret_typed=typing.secret_typed,
+            field="text",
+            alone=True,
+            sticky=True,
+            timeout=limit + RELEASE_GRACE,
+        )
     )
     done, _ = await asyncio.wait({sent}, timeout=limit)
     if not done:
         with contextlib.suppress(BidiError, BrowserUnavailable):
-            await browser.conn.send(
-                "input.releaseActions", {"context": browser.context}, timeout=RELEASE_GRACE
-            )
+            await inputs.release(browser, timeout=RELEASE_GRACE)
         await asyncio.wait({sent}, timeout=RELEASE_GRACE)
         with contextlib.suppress(BidiError, BrowserUnavailable):
             if sent.done():
@@ -406,27 +413,3 @@ async def _press(typing: _Typing, keys: list[str]) -> None:
         sent.cancel()
         raise BidiTimeout("input.performActions", limit)
     sent.result()
-
-
-# WebDriver key values (W3C WebDriver §17.4.2): both sides of each modifier, and the keys
-# that copy, cut or paste with them in every browser and platform.
-_CONTROL_OR_META = frozenset({"\ue009", "\ue051", "\ue03d", "\ue053"})
-_SHIFT = frozenset({"\ue008", "\ue050"})
-_INSERT, _DELETE = "\ue016", "\ue017"
-_WITH_CONTROL = frozenset({"c", "x", "v", _INSERT})  # copy, cut, paste, copy
-_WITH_SHIFT = frozenset({_DELETE, _INSERT})  # cut, paste
-
-
-def clipboard_chord(combos: list[list[str]]) -> int | None:
-    """The index of the first combination in ``combos`` (as ``page.parse_keys`` gives
-    them) that copies, cuts or pastes — ``Control``/``Meta`` with ``C``, ``X``, ``V`` or
-    ``Insert``, ``Shift`` with ``Delete`` or ``Insert``, whatever else is held — or None.
-    A session that typed a secret refuses them (``ClipboardNotAllowed``): the clipboard
-    would carry a typed value past the secret's host rules (SPEC §7)."""
-    for index, combo in enumerate(combos):
-        held = {key.lower() for key in combo}
-        if held & _CONTROL_OR_META and held & _WITH_CONTROL:
-            return index
-        if held & _SHIFT and held & _WITH_SHIFT:
-            return index
-    return None

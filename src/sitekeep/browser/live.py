@@ -12,6 +12,7 @@ from typing import Any
 
 from sitekeep.browser.bidi import BidiConnection
 from sitekeep.browser.guard import OwnAddressGuard
+from sitekeep.browser.inputs import InputGate
 from sitekeep.browser.samesite import SameSiteLog
 from sitekeep.browser.tracker import LeaveTracker
 from sitekeep.errors import (
@@ -60,6 +61,8 @@ class LiveBrowser:
     """What the ``Set-Cookie`` headers this socket saw said about SameSite (Chromium)."""
     guard: OwnAddressGuard | None = None
     """Fails the browser's requests to the sitekeep server itself (``browser.guard``)."""
+    input: InputGate = field(default_factory=InputGate)
+    """What its input holds; every input goes through it (``browser.inputs``)."""
 
     async def evaluate_json(
         self,

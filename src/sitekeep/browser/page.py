@@ -3,7 +3,8 @@ screenshot, wait (typing is :mod:`sitekeep.browser.keys`).
 
 Elements are found by a snapshot's short refs (``e1``…, each a BiDi ``sharedId``, valid
 while its document lives) or by a CSS selector (``browsingContext.locateNodes``). Pointer
-and keyboard input goes through ``input.performActions``, so pages see trusted events.
+and keyboard input goes through ``input.performActions``, so pages see trusted events, and
+through the input gate first (:mod:`sitekeep.browser.inputs`).
 After an action that may navigate, :func:`settle` waits for a navigation it started to
 load. Nothing here logs what is typed.
 """
@@ -18,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sitekeep.browser import inputs
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.errors import (
     QUOTED_MAX,
@@ -277,8 +279,11 @@ def _cut(text: str) -> str:
     return text if len(text) <= QUOTED_MAX else text[:QUOTED_MAX] + "…"
 
 
-async def click(browser: LiveBrowser, shared_id: str, field: str = "ref") -> None:
-    """Scroll the element into view and click its centre with the mouse.
+async def click(
+    browser: LiveBrowser, shared_id: str, field: str = "ref", *, secret_typed: bool = False
+) -> None:
+    """Scroll the element into view and click its centre with the mouse (an agent's input:
+    ``browser.inputs``, alone).
 
     Raises:
         InvalidInput: the element is disabled (``field``: the argument that named it).
@@ -287,19 +292,17 @@ async def click(browser: LiveBrowser, shared_id: str, field: str = "ref") -> Non
     if state.get("disabled"):
         raise InvalidInput("the element is disabled", field=field)
     origin = {"type": "element", "element": {"sharedId": shared_id}}
-    await _perform(
-        browser,
-        {
-            "type": "pointer",
-            "id": "mouse",
-            "parameters": {"pointerType": "mouse"},
-            "actions": [
-                {"type": "pointerMove", "x": 0, "y": 0, "origin": origin},
-                {"type": "pointerDown", "button": 0},
-                {"type": "pointerUp", "button": 0},
-            ],
-        },
-    )
+    mouse = {
+        "type": "pointer",
+        "id": "mouse",
+        "parameters": {"pointerType": "mouse"},
+        "actions": [
+            {"type": "pointerMove", "x": 0, "y": 0, "origin": origin},
+            {"type": "pointerDown", "button": 0},
+            {"type": "pointerUp", "button": 0},
+        ],
+    }
+    await inputs.perform(browser, [mouse], secret_typed=secret_typed, field=field, alone=True)
 
 
 def parse_keys(keys: str) -> list[list[str]]:
@@ -326,13 +329,17 @@ def parse_keys(keys: str) -> list[list[str]]:
     return combos
 
 
-async def press(browser: LiveBrowser, keys: str) -> None:
-    """Press key combinations on the focused element (see :func:`parse_keys`)."""
-    actions: list[dict[str, Any]] = []
-    for combo in parse_keys(keys):
-        actions += [{"type": "keyDown", "value": k} for k in combo]
-        actions += [{"type": "keyUp", "value": k} for k in reversed(combo)]
-    await _perform(browser, {"type": "key", "id": "keyboard", "actions": actions})
+async def press(browser: LiveBrowser, keys: str, *, secret_typed: bool = False) -> None:
+    """Press key combinations on the focused element (see :func:`parse_keys`), an agent's
+    input (``browser.inputs``, alone).
+
+    Raises:
+        InvalidInput: an unknown key (field ``keys``).
+        ClipboardNotAllowed: (``secret_typed``) a clipboard or context-menu chord; nothing
+            was pressed.
+    """
+    source = inputs.combos(parse_keys(keys), "keyboard")
+    await inputs.perform(browser, [source], secret_typed=secret_typed, field="keys", alone=True)
 
 
 async def select(browser: LiveBrowser, shared_id: str, value: str, field: str = "ref") -> list[str]:
@@ -353,12 +360,6 @@ async def select(browser: LiveBrowser, shared_id: str, value: str, field: str = 
         detail = f"; options: {labels}" if labels else ""
         raise InvalidInput(f"no such option{detail}", field="value")
     return [str(v) for v in result["selected"]]
-
-
-async def _perform(browser: LiveBrowser, source: dict[str, Any]) -> None:
-    await browser.conn.send(
-        "input.performActions", {"context": browser.context, "actions": [source]}
-    )
 
 
 _READ = """(sel, max) => {

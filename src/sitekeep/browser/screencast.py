@@ -15,7 +15,10 @@ implements it — research/bidi-spike.md §8). Input is a person's, so nothing h
 - ``resize`` → ``browsingContext.setViewport``, bounded to 320–2560 × 240–1600 CSS px.
 
 A message that breaks these rules is :class:`~sitekeep.errors.InvalidInput` naming the
-field, and nothing is sent to the browser.
+field, and nothing is sent to the browser. Input goes through the input gate
+(:mod:`sitekeep.browser.inputs`): in a session where a secret was typed, one that could
+copy, cut or paste, open the context menu, paste the selection or drag is
+:class:`~sitekeep.errors.ClipboardNotAllowed` and nothing of it is sent.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from sitekeep.browser import inputs
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.page import KEYS
 from sitekeep.errors import InvalidInput
@@ -66,6 +70,9 @@ _X = Annotated[int, Field(ge=0, lt=WIDTHS[1])]
 _Y = Annotated[int, Field(ge=0, lt=HEIGHTS[1])]
 _DELTA = Annotated[int, Field(ge=-100_000, le=100_000)]
 _MODIFIERS = ("Shift", "Control", "Alt", "Meta")
+_KEYBOARD = "live-keys"
+_FIELD = {"pointer": "button", "wheel": "button", "key": "key", "text": "text"}
+"""The field a refused input message names (``ClipboardNotAllowed``)."""
 
 
 class _Message(BaseModel):
@@ -151,12 +158,6 @@ def _key_value(key: str) -> str:
     raise InvalidInput("key: a single character or a named key (Enter, Tab, …)", field="key")
 
 
-def _keys(values: list[str]) -> dict[str, Any]:
-    actions = [{"type": "keyDown", "value": v} for v in values]
-    actions += [{"type": "keyUp", "value": v} for v in reversed(values)]
-    return {"type": "key", "id": "live-keys", "actions": actions}
-
-
 def perform_params(message: Pointer | Wheel | Key | Text) -> dict[str, Any]:
     """The ``input.performActions`` source for one input message (no ``context`` yet).
 
@@ -175,24 +176,13 @@ def perform_params(message: Pointer | Wheel | Key | Text) -> dict[str, Any]:
         return {"type": "wheel", "id": "live-wheel", "actions": [scroll]}
     if isinstance(message, Key):
         value = _key_value(message.key)
-        if message.action == "down":
-            return {
-                "type": "key",
-                "id": "live-keys",
-                "actions": [{"type": "keyDown", "value": value}],
-            }
-        if message.action == "up":
-            return {
-                "type": "key",
-                "id": "live-keys",
-                "actions": [{"type": "keyUp", "value": value}],
-            }
-        return _keys([KEYS[m] for m in _MODIFIERS if m in message.modifiers] + [value])
-    actions = []
-    for char in message.text.replace("\r\n", "\n"):
-        value = KEYS["Enter"] if char == "\n" else char
-        actions += [{"type": "keyDown", "value": value}, {"type": "keyUp", "value": value}]
-    return {"type": "key", "id": "live-keys", "actions": actions}
+        if message.action != "press":  # one side of a key held across messages
+            step = {"type": "keyDown" if message.action == "down" else "keyUp", "value": value}
+            return {"type": "key", "id": _KEYBOARD, "actions": [step]}
+        held = [KEYS[m] for m in _MODIFIERS if m in message.modifiers]
+        return inputs.combos([[*held, value]], _KEYBOARD)
+    text = message.text.replace("\r\n", "\n")
+    return inputs.presses((KEYS["Enter"] if c == "\n" else c for c in text), _KEYBOARD)
 
 
 async def apply(
@@ -200,14 +190,19 @@ async def apply(
     message: Pointer | Wheel | Key | Text | Navigate | Resize,
     *,
     own_origins: Iterable[str] = (),
+    secret_typed: bool = False,
 ) -> PageInfo | tuple[int, int] | None:
-    """Send one input message to the browser's main tab.
+    """Send one input message to the browser's main tab, through the input gate
+    (:mod:`sitekeep.browser.inputs`: judged against what earlier messages left held).
 
     Returns:
         Where a ``navigate`` landed, the viewport a ``resize`` set, else None.
 
     Raises:
         InvalidInput: a refused URL (field ``url``), an unknown key (field ``key``).
+        ClipboardNotAllowed: (``secret_typed``) a copy, cut or paste chord or the context
+            menu (field ``key``, ``text``), the middle or secondary button or a drag
+            (field ``button``); nothing of it was sent, what was held is released.
         NavigationFailed, BidiError, BidiTimeout, BrowserUnavailable: from the browser.
     """
     if isinstance(message, Navigate):
@@ -216,9 +211,12 @@ async def apply(
     if isinstance(message, Resize):
         await set_viewport(browser, message.width, message.height)
         return message.width, message.height
-    await browser.conn.send(
-        "input.performActions",
-        {"context": browser.context, "actions": [perform_params(message)]},
+    await inputs.perform(
+        browser,
+        [perform_params(message)],
+        secret_typed=secret_typed,
+        field=_FIELD[message.type],
+        sticky=isinstance(message, Text),
     )
     return None
 
