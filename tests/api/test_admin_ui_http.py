@@ -417,3 +417,22 @@ async def test_every_template_renders_well_formed_html(
         assert _structure_problems(reply.text, fragment=True) == [], path
     shipped = {p.name for p in TEMPLATES.iterdir() if p.name.endswith(".html")}
     assert shipped - rendered == set(), "templates no page rendered"
+
+
+async def test_a_live_browser_asked_for_from_the_ui_is_bounded_like_the_apis(ui: Ui) -> None:
+    """The UI's form reaches the same service as POST /v1/live-sessions: a URL past
+    ``MAX_URL`` is refused on the page, and no browser starts (a form cannot carry a lone
+    surrogate: its percent-escapes decode with replacement)."""
+    await ui.sign_in()
+    reply = await ui.http.post(
+        "/admin/ui/live",
+        data={
+            "csrf": ui.csrf,
+            "browser": "chromium",
+            "url": "https://a.example.test/?" + "x" * 9000,
+        },
+        headers={"Origin": OWN},
+    )
+    assert reply.status_code == 400, reply.text[:300]
+    assert "a URL is at most 8192 characters" in reply.text
+    assert not ui.service.browsers._live
