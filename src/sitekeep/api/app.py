@@ -48,10 +48,9 @@ Ident = Annotated[
         max_length=MAX_NAME,
     ),
 ]
-_Body = StrictBody
 
 
-class SessionChoice(_Body):
+class SessionChoice(StrictBody):
     """Which session, in which browser, at which URL, from which profile, through which
     country's proxy: what ``POST /v1/sessions`` and ``POST /v1/live-sessions`` share."""
 
@@ -70,11 +69,11 @@ class OpenBody(SessionChoice):
     """Run under the User-Agent the site data was saved under (kept for the session)."""
 
 
-class NavigateBody(_Body):
+class NavigateBody(StrictBody):
     url: str = Field(max_length=MAX_URL)
 
 
-class SaveBody(_Body):
+class SaveBody(StrictBody):
     profile: str | None = Field(default=None, max_length=MAX_NAME)
     indexed_db: bool = False
     """Also carry every visited origin's IndexedDB databases (schema and records)."""
@@ -124,7 +123,7 @@ Admin = Annotated[Principal, Depends(_admin)]
 JSON = dict[str, Any]
 
 
-class FlowBody(_Body):
+class FlowBody(StrictBody):
     steps: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_STEPS)
     on_error: Literal["stop", "continue"] = "stop"
 
