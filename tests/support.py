@@ -129,6 +129,16 @@ def on_service(settings: Settings, use: Callable[[Service], Awaitable[Any]]) -> 
         return pool.submit(anyio.run, run).result()
 
 
+def cli_data_dir(monkeypatch: Any, data_dir: Any) -> Any:
+    """Point ``sitekeep`` commands run in this test at ``data_dir`` alone: no database,
+    key or session store from the environment, a wide console. Returns ``data_dir``."""
+    for name in ("SITEKEEP_DATABASE_URL", "SITEKEEP_MASTER_KEY", "SITEKEEP_SESSION_STORE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SITEKEEP_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("COLUMNS", "200")
+    return data_dir
+
+
 def make_token(
     settings: Settings, tenant: str = "t1", subject: str = "agent", role: Role = "member"
 ) -> str:

@@ -4,8 +4,12 @@ Each command reads the journal the settings name (``SITEKEEP_JOURNAL_URL``, by d
 JSON-lines files in the data dir), or one file given with ``--file`` (a copy taken aside,
 say). Nothing is ever written. Long reads show a progress bar on stderr; ``--json`` prints
 one JSON document on stdout for scripts. Exit status: 0 when everything read is valid, 1
-when a problem was found (corrupt or oversize lines, a broken branch), 2 on bad usage or
-settings. A torn tail is reported but is no problem: it is an append that never returned.
+when a problem was found (corrupt or oversize lines, a broken branch, a record id used
+twice), 2 on bad usage, settings or a journal that cannot be reached. A torn tail is
+reported but is no problem: it is an append that never returned.
+
+Each command runs in one event loop, the journal closed in it: the Redis backend's
+connections belong to the loop that opened them.
 
 The journal package is imported inside the commands, so ``sitekeep --help`` stays fast.
 """
@@ -13,10 +17,10 @@ The journal package is imported inside the commands, so ``sitekeep --help`` stay
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -27,6 +31,8 @@ if TYPE_CHECKING:
 from sitekeep.cli_support import command_group
 
 __all__ = ["journal_app"]
+
+T = TypeVar("T")
 
 journal_app = command_group(
     "The journal of browser operations: check, replay, tail (never writes)."
@@ -102,15 +108,36 @@ def _progress(journal: Journal, key: JournalKey) -> Iterator[Callable[[str, int]
         yield advance
 
 
-def _replay(journal: Journal, key: JournalKey, leaf: str | None = None) -> Replayed:
+def _run(journal: Journal, work: Callable[[], Awaitable[T]]) -> T:
+    """``work()``, then the journal closed, in one event loop; a sitekeep error (the
+    journal unreachable, say) is one line on stderr and exit status 2."""
+    import anyio
+
     from sitekeep.errors import SitekeepError
 
+    async def go() -> T:
+        try:
+            return await work()
+        finally:
+            await journal.aclose()
+
     try:
-        with _progress(journal, key) as advance:
-            return journal.replay_sync(key, leaf, advance)
+        return anyio.run(go)
     except SitekeepError as exc:
         err.print(f"[red]error:[/] {exc.message}")
         raise typer.Exit(2) from exc
+
+
+async def _replay(journal: Journal, key: JournalKey, leaf: str | None = None) -> Replayed:
+    """Replay ``key`` in a worker thread, a progress bar on stderr; repeated record ids
+    are reported too."""
+    import anyio.to_thread
+
+    def read() -> Replayed:
+        with _progress(journal, key) as advance:
+            return journal.replay_sync(key, leaf, advance, duplicates=True)
+
+    return await anyio.to_thread.run_sync(read)
 
 
 def _report_json(result: Replayed) -> dict[str, Any]:
@@ -141,16 +168,17 @@ def check(
     """Validate journals: every record, the ancestry of the last one, the torn tail.
 
     With no option, every session's journal; ``--tenant`` alone, that tenant's."""
-    import anyio
-
     if file is not None or key is not None:
         journal, one = _one(file, tenant, key)
-        keys = [one]
+        keys: list[JournalKey] | None = [one]
     else:
-        journal = _journal()
-        keys = anyio.run(journal.backend.keys, tenant)
-    results: dict[JournalKey, Replayed] = {k: _replay(journal, k) for k in keys}
-    anyio.run(journal.aclose)
+        journal, keys = _journal(), None
+
+    async def check_all() -> dict[JournalKey, Replayed]:
+        found = keys if keys is not None else await journal.backend.keys(tenant)
+        return {k: await _replay(journal, k) for k in found}
+
+    results = _run(journal, check_all)
     if as_json:
         rows = [{"tenant": k.tenant, "key": k.key, **_report_json(r)} for k, r in results.items()]
         print(json.dumps(rows, indent=2))
@@ -194,11 +222,8 @@ def replay(
     as_json: JsonOption = False,
 ) -> None:
     """Rebuild a session's state from its journal: URL, history, refs, unsettled calls."""
-    import anyio
-
     journal, one = _one(file, tenant, key)
-    result = _replay(journal, one, leaf)
-    anyio.run(journal.aclose)
+    result = _run(journal, lambda: _replay(journal, one, leaf))
     state = result.state
     body = {
         "url": state.url,
@@ -268,18 +293,8 @@ def tail(
     as_json: JsonOption = False,
 ) -> None:
     """The last operations of a session: op, redacted arguments, outcome, URL, duration."""
-    import anyio
-
-    from sitekeep.errors import SitekeepError
-
     journal, one = _one(file, tenant, key)
-    try:
-        rows = anyio.run(journal.tail, one, lines)
-    except SitekeepError as exc:
-        err.print(f"[red]error:[/] {exc.message}")
-        raise typer.Exit(2) from exc
-    finally:
-        anyio.run(journal.aclose)
+    rows = _run(journal, lambda: journal.tail(one, lines))
     if as_json:
         print(json.dumps(rows, indent=2))
         return

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
+from typer.core import TyperGroup
 
 from sitekeep.errors import SitekeepError
 
@@ -39,10 +40,42 @@ FLAGS: Mapping[str, str] = {
 """A service error's ``field`` → the command-line flag or argument that feeds it."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class _Group(TyperGroup):
+    """A command group that refuses an argument which is no text before parsing it.
+
+    Python reads bytes of ``argv`` that are not UTF-8 (a name in Latin-1, say) as lone
+    surrogates, which no encoder takes: such a value would crash the first store, JSON
+    writer or receipt it reached. The root group sees every argument, so one check here
+    covers every command; it names the option the value was given to."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        for index, arg in enumerate(args):
+            if _SURROGATE.search(arg):
+                raise typer.BadParameter(
+                    "not UTF-8 text", ctx=ctx, param_hint=_argument_name(args, index)
+                )
+        result: list[str] = super().parse_args(ctx, args)
+        return result
+
+
+def _argument_name(args: list[str], index: int) -> str:
+    """``--tenant`` for ``--tenant VALUE`` or ``--tenant=VALUE``, else ``argument N``."""
+    arg = args[index]
+    if arg.startswith("--") and "=" in arg:
+        return arg.split("=", 1)[0]
+    if index and args[index - 1].startswith("-") and "=" not in args[index - 1]:
+        return args[index - 1]
+    return f"argument {index + 1}"
+
+
 def command_group(help: str) -> typer.Typer:
     """A ``sitekeep`` command group: help as Markdown (paragraphs rewrapped to the
-    terminal, ``code`` shown as code, never as raw backticks), bare group prints help."""
-    return typer.Typer(help=help, no_args_is_help=True, rich_markup_mode="markdown")
+    terminal, ``code`` shown as code, never as raw backticks), bare group prints help,
+    arguments that are no text refused (:class:`_Group`)."""
+    return typer.Typer(help=help, no_args_is_help=True, rich_markup_mode="markdown", cls=_Group)
 
 
 def _flags_as_flags() -> None:

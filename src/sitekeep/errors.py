@@ -350,7 +350,9 @@ class CapacityExceeded(SitekeepError):
 
     Attributes:
         scope: ``tenant`` or ``global``.
-        cap: the cap that was reached, when one number is to blame.
+        cap: the tenant's cap that was reached (``scope`` tenant); None for the global
+            cap, whose number — like how many browsers other tenants hold — is the
+            operator's, never told to a tenant.
     """
 
     type_name = "capacity_exceeded"

@@ -14,12 +14,16 @@ from __future__ import annotations
 
 __all__ = [
     "MAX_BODY",
+    "MAX_COOKIE",
+    "MAX_COOKIES",
     "MAX_DEPTH",
     "MAX_DESCRIPTION",
+    "MAX_DIGITS",
     "MAX_HOSTS",
     "MAX_KEY",
     "MAX_KEYS",
     "MAX_NAME",
+    "MAX_PROFILE_NAME",
     "MAX_REF",
     "MAX_SECRET_KEYS",
     "MAX_SELECTOR",
@@ -36,6 +40,11 @@ MAX_BODY = 1024 * 1024
 MAX_DEPTH = 32
 """Nesting of a JSON body (objects and arrays); the deepest sitekeep reads is a flow's
 ``steps[i].args`` (3)."""
+
+MAX_DIGITS = 20
+"""Digits of an integer in client JSON (a body, an imported file, a socket message): any
+64-bit number fits. Past it — or past a double's range — the field is refused
+(``sitekeep.client_json``): Python will not convert past 4,300 digits, no float holds one."""
 
 MAX_URL = 8192
 """A URL an agent navigates to. Chromium's own bound is 2 MiB, but no page a person
@@ -60,20 +69,31 @@ MAX_KEYS = 256
 MAX_NAME = 64
 """A secret's name or one of its key names, a profile or country name, a browser kind."""
 
+MAX_PROFILE_NAME = 128
+"""A profile's name (spaces trimmed); no control characters."""
+
 MAX_KEY = 64
 """A session key (``sitekeep.policy.check_key``)."""
 
 MAX_SITE = 300
 """A host or origin in a path (``/site-data/{site}``): 253 for the name, scheme and port."""
 
-MAX_DESCRIPTION = 1000
+MAX_DESCRIPTION = 500
 """A secret's description."""
 
-MAX_HOSTS = 100
+MAX_HOSTS = 32
 """Host patterns of one secret."""
 
 MAX_SECRET_KEYS = 32
 """Keys (username, password…) of one secret."""
+
+MAX_COOKIE = 4096
+"""Bytes of a cookie's name and value together (RFC 6265bis §5.7 step 4): a cookie's name
+in a capture's selection is bounded by it."""
+
+MAX_COOKIES = 10_000
+"""Cookies named in one capture's selection: more than a browser holds (Chromium keeps
+3,300)."""
 
 MAX_STEPS = 100
 """Steps of one flow."""

@@ -43,12 +43,14 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import re
 import secrets
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from sitekeep import client_json
 from sitekeep.browser import screencast
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.errors import (
@@ -98,6 +100,9 @@ WATCH_EVERY = 0.5
 
 _LIVE_PREFIX = "live/"
 _TICKET_PREFIX = "live-ticket/"
+_TICKET = re.compile(r"lt_[A-Za-z0-9_-]{1,64}")
+"""What :meth:`LiveSessions._issue` hands out (``lt_`` and URL-safe base64): anything
+else — a lone surrogate no hash can encode, say — is refused unread."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,8 +265,10 @@ class LiveSessions:
             Unauthorized: no such ticket (unknown, spent or expired), or one for another
                 live session, or that live session has ended.
         """
-        if not isinstance(ticket, str) or not ticket or len(ticket) > 256:
+        if not isinstance(ticket, str) or not ticket:
             raise Unauthorized('send {"ticket": …} from POST /v1/live-sessions first')
+        if not _TICKET.fullmatch(ticket):  # no store is asked about what was never issued
+            raise Unauthorized("unknown, spent or expired ticket")
         store = self._svc._store
         raw = await store.get(_ticket_key(ticket))
         if raw is None or not await store.delete(_ticket_key(ticket)):
@@ -512,8 +519,10 @@ class Relay:
         while True:
             raw = await self._receive()
             try:
-                message = screencast.parse(json.loads(raw))
-            except ValueError:
+                # Checked for lone surrogates and unbounded numbers before any use.
+                parsed = client_json.check(client_json.loads(raw), root="message")
+                message = screencast.parse(parsed)
+            except (ValueError, RecursionError):
                 self._say(_error(InvalidInput("send JSON messages", field="type")))
                 continue
             except InvalidInput as exc:

@@ -31,6 +31,7 @@ __all__ = [
     "Skipped",
     "TabStorage",
     "dump_site_data",
+    "escape_surrogates",
     "json_bytes",
     "load_site_data",
 ]
@@ -260,10 +261,15 @@ def json_bytes(value: Any) -> bytes:
     in UTF-16 terms, the terms the browser stores. Mapping keys go through the same rule
     (pydantic's JSON mode would replace them with U+FFFD).
     """
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return escape_surrogates(json.dumps(value, ensure_ascii=False, separators=(",", ":"))).encode()
+
+
+def escape_surrogates(text: str) -> str:
+    """JSON ``text`` with each lone surrogate written as its escape ``\\udXXX`` (RFC 8259
+    §7), so it encodes as UTF-8 and reads back as the same code unit (:func:`json_bytes`)."""
     if text.isascii():
-        return text.encode()
-    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode()
+        return text
+    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def dump_site_data(snapshot: SiteData) -> bytes:

@@ -16,8 +16,10 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from sitekeep.address import Refused, ServerAddress
+from sitekeep.client_json import check_text
 from sitekeep.errors import InvalidInput, OwnAddress
 from sitekeep.history import origin_of
+from sitekeep.limits import MAX_URL
 
 __all__ = ["check_key", "check_url"]
 
@@ -40,12 +42,16 @@ def check_url(
         own_origins: origins refused as written (checked as well as ``own``).
 
     Raises:
-        InvalidInput: a refused scheme or a malformed URL.
+        InvalidInput: a refused scheme, a malformed URL, one longer than
+            :data:`~sitekeep.limits.MAX_URL` or holding a lone surrogate — whichever
+            facade it came through (a UI form, a socket message, a flow step).
         OwnAddress: the URL reaches the sitekeep server itself (403).
     """
     if not isinstance(url, str) or not url.strip():
         raise InvalidInput("a URL is required", field=field)
-    url = url.strip()
+    if len(url) > MAX_URL:
+        raise InvalidInput(f"a URL is at most {MAX_URL} characters", field=field)
+    url = check_text(url, field).strip()
     if url == "about:blank":
         return url
     try:

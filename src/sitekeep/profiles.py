@@ -33,6 +33,7 @@ from typing import Any, Literal
 from sitekeep.cookies import cookie_host
 from sitekeep.errors import Forbidden, InvalidInput, NotFound
 from sitekeep.history import origin_of
+from sitekeep.limits import MAX_PROFILE_NAME
 from sitekeep.masking import carried
 from sitekeep.model import OriginStorage, Principal, SiteData, dump_site_data, load_site_data
 from sitekeep.state_preview import select_cookies
@@ -63,7 +64,6 @@ Op = Literal["read", "use", "update", "delete", "capture"]
 _MANAGE: frozenset[Op] = frozenset({"update", "delete", "capture"})
 _VISIBILITIES: tuple[Visibility, ...] = ("private", "workspace")
 _COUNTRY = re.compile(r"^[a-z]{2}$")
-_NAME_MAX = 128
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
@@ -111,9 +111,9 @@ def check_name(name: object) -> str:
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput("a profile needs a name", field="name")
     name = name.strip()
-    if len(name) > _NAME_MAX or any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
+    if len(name) > MAX_PROFILE_NAME or any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
         raise InvalidInput(
-            f"a profile name is 1–{_NAME_MAX} characters without control characters",
+            f"a profile name is 1–{MAX_PROFILE_NAME} characters without control characters",
             field="name",
         )
     return name

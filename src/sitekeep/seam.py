@@ -998,7 +998,8 @@ class Seam:
         counted over every replica; this session's own runs do not count.
 
         Raises:
-            CapacityExceeded: ``scope`` tenant or global.
+            CapacityExceeded: ``scope`` tenant (with its ``cap``) or global (no ``cap``:
+                the global cap is the operator's, not a tenant's to know).
         """
         settings = self.settings
         run = Run(
@@ -1021,12 +1022,12 @@ class Seam:
                 cap=cap,
             )
         if full == "global":
-            cap = settings.max_sessions
+            # The operator's cap, over every tenant: the caller learns only that no browser
+            # can start now — neither the number nor that other tenants hold the browsers.
+            log.warning("the global cap of %d live browsers is reached", settings.max_sessions)
             raise CapacityExceeded(
-                f"sitekeep runs {cap} live browsers, its cap (SITEKEEP_MAX_SESSIONS): try again"
-                " later",
+                "no browser can start now: the service is at capacity; try again later",
                 scope="global",
-                cap=cap,
             )
         return run
 

@@ -26,7 +26,7 @@ from functools import lru_cache
 from publicsuffixlist import PublicSuffixList
 
 from sitekeep.errors import InvalidInput
-from sitekeep.limits import MAX_TEXT
+from sitekeep.limits import MAX_DESCRIPTION, MAX_HOSTS, MAX_SECRET_KEYS, MAX_TEXT
 
 __all__ = [
     "MAX_DESCRIPTION",
@@ -43,11 +43,9 @@ __all__ = [
     "host_allowed",
 ]
 
-MAX_KEYS = 32
+MAX_KEYS = MAX_SECRET_KEYS
 MAX_VALUE_CHARS = MAX_TEXT
 """A secret value types within its bound (``browser.keys``); ``type`` text shares it."""
-MAX_HOSTS = 32
-MAX_DESCRIPTION = 500
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _KEY = re.compile(r"[A-Za-z0-9_.-]{1,64}")

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+import html5lib
 import httpx
+import jinja2
 import pytest
 
 from sitekeep.admin import SIGN_IN_TTL
@@ -359,3 +361,78 @@ async def test_the_session_page_has_a_journal_tab_whose_pane_loads_by_itself(ui:
     other = await ui.http.get("/admin/ui/sessions/nope/panes/journal")
     assert 'class="timeline"' in pane.text and ">cleared<" in pane.text
     assert other.status_code == 404
+
+
+def _structure_problems(text: str, *, fragment: bool) -> list[str]:
+    """What an HTML5 parser (html5lib, the WHATWG algorithm) finds wrong in ``text``:
+    its parse errors, markup inside ``<title>`` (read there as text), repeated ids."""
+    parser = html5lib.HTMLParser(namespaceHTMLElements=False)
+    tree = parser.parseFragment(text) if fragment else parser.parse(text)
+    found = [f"line {line} col {col}: {code} {data}" for (line, col), code, data in parser.errors]
+    title = tree.find("head/title")
+    if not fragment and (title is None or "<" in (title.text or "")):
+        found.append(f"<title> holds markup: {title.text if title is not None else None!r}")
+    ids = [element.get("id") for element in tree.iter() if element.get("id")]
+    found += [f"id {i!r} repeated" for i in sorted({i for i in ids if ids.count(i) > 1})]
+    return found
+
+
+async def test_every_template_renders_well_formed_html(
+    ui: Ui, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every page and pane the UI serves, signed out and in, through an HTML5 parser; and
+    every template in the package is among what they rendered."""
+    rendered: set[str] = set()
+    load = jinja2.Environment._load_template
+
+    def spy(env: jinja2.Environment, name: str, globals: Any) -> Any:
+        rendered.add(name)
+        return load(env, name, globals)
+
+    monkeypatch.setattr(jinja2.Environment, "_load_template", spy)
+    pages = ["/admin/sign-in"]
+    await ui.sign_in()
+    boss = Principal(WHO.tenant, "boss", "admin")
+    await ui.service.admin.clear_history(boss, "s1")  # a journal row for the pane
+    live, _ = await ui.service.live._start(boss, "s1")  # a live record; no browser needed
+    await ui.service.create_profile(boss, "Shop", "workspace", None)
+    pages += [
+        *PAGES,
+        "/admin/ui/sessions/s1?tab=history",
+        "/admin/ui/profiles",
+        "/admin/ui/profiles/new",
+        "/admin/ui/proxies",
+        "/admin/ui/live",
+        f"/admin/ui/live/{live.id}",
+        f"/admin/ui/wizard/{live.id}?name=Shop",
+        "/admin/ui/sessions/nope",  # the error page
+    ]
+    for path in pages:
+        reply = await ui.http.get(path)
+        assert reply.status_code in (200, 404), (path, reply.status_code)
+        assert _structure_problems(reply.text, fragment=False) == [], path
+    for path in PARTIALS:
+        reply = await ui.http.get(path, headers={"HX-Request": "true"})
+        assert reply.status_code == 200, path
+        assert _structure_problems(reply.text, fragment=True) == [], path
+    shipped = {p.name for p in TEMPLATES.iterdir() if p.name.endswith(".html")}
+    assert shipped - rendered == set(), "templates no page rendered"
+
+
+async def test_a_live_browser_asked_for_from_the_ui_is_bounded_like_the_apis(ui: Ui) -> None:
+    """The UI's form reaches the same service as POST /v1/live-sessions: a URL past
+    ``MAX_URL`` is refused on the page, and no browser starts (a form cannot carry a lone
+    surrogate: its percent-escapes decode with replacement)."""
+    await ui.sign_in()
+    reply = await ui.http.post(
+        "/admin/ui/live",
+        data={
+            "csrf": ui.csrf,
+            "browser": "chromium",
+            "url": "https://a.example.test/?" + "x" * 9000,
+        },
+        headers={"Origin": OWN},
+    )
+    assert reply.status_code == 400, reply.text[:300]
+    assert "a URL is at most 8192 characters" in reply.text
+    assert not ui.service.browsers._live

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from sitekeep import limits
+from sitekeep.api.body import FILE_PATHS
 from support import Api
 
 pytestmark = pytest.mark.anyio
@@ -209,3 +210,146 @@ async def test_openapi_states_key_patterns_lengths_and_list_sizes(api: Api) -> N
     typed = doc["paths"]["/v1/sessions/{key}/type"]["post"]["requestBody"]["content"]
     text = typed["application/json"]["schema"]["properties"]["text"]
     assert text["maxLength"] == limits.MAX_TEXT
+
+
+def _bounded(schema: dict[str, Any], doc: dict[str, Any], where: str) -> list[str]:
+    """Where ``schema`` leaves a string, list, number or map without a bound (objects
+    without declared properties — a file, a flow step checked per operation — aside)."""
+    if "$ref" in schema:
+        schema = doc["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
+    missing: list[str] = []
+    for option in schema.get("anyOf", []):
+        missing += _bounded(option, doc, where)
+    kind = schema.get("type")
+    if kind == "string" and not ({"maxLength", "enum", "const"} & set(schema)):
+        missing.append(f"{where}: a string without maxLength")
+    if kind == "array":
+        if "maxItems" not in schema:
+            missing.append(f"{where}: a list without maxItems")
+        missing += _bounded(schema.get("items", {}), doc, f"{where}[]")
+    if kind in ("integer", "number") and not {"maximum", "exclusiveMaximum"} & set(schema):
+        missing.append(f"{where}: a number without maximum")
+    if kind == "object":
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict) and "maxProperties" not in schema:
+            missing.append(f"{where}: a map without maxProperties")
+        for name, field in schema.get("properties", {}).items():
+            missing += _bounded(field, doc, f"{where}.{name}")
+    return missing
+
+
+async def test_every_route_bounds_every_body_field_and_parameter_in_the_openapi_document(
+    api: Api,
+) -> None:
+    """Strict and bounded like the others, every route (issue #24: the live-session body
+    took a 20,000-character URL): each string has a maxLength, each list a maxItems, each
+    number a maximum, each map a maxProperties; JSON bodies forbid unknown fields."""
+    doc = await api.call("GET", "/openapi.json")
+    missing: list[str] = []
+    for path, item in doc["paths"].items():
+        for method, operation in item.items():
+            where = f"{method.upper()} {path}"
+            for param in operation.get("parameters", []):
+                missing += _bounded(param["schema"], doc, f"{where} {param['name']}")
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            if body is None:
+                continue
+            schema = body["schema"]
+            missing += _bounded(schema, doc, f"{where} body")
+            if "$ref" in schema:
+                named = doc["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
+                if named.get("additionalProperties") is not False:
+                    missing.append(f"{where} body: unknown fields are not refused")
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"url": "http://a.example.test/?" + "x" * 20_000}, "url"),
+        ({"browser": "opera"}, "browser"),
+        ({"key": "no spaces please"}, "key"),
+        ({"key": 5}, "key"),
+        ({"profile": "p" * 65}, "profile"),
+        ({"country": ["de"]}, "country"),
+        ({"fresh": True}, "fresh"),
+    ],
+)
+async def test_a_live_session_body_is_strict_and_bounded_like_an_opens(
+    api: Api, body: dict[str, Any], field: str
+) -> None:
+    assert_error(await api.http.post("/v1/live-sessions", json=body), 400, "invalid_input", field)
+    assert not api.service.browsers._live
+
+
+def _json_operations(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """``(method, path with its parameters filled, first body field)`` of every
+    operation that takes JSON — but a file, which its reader checks by its format's rules
+    (``tests/api/test_import_refusals.py``)."""
+    found = []
+    for path, item in doc["paths"].items():
+        for method, operation in item.items():
+            if path.endswith(FILE_PATHS):
+                continue
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            if body is None:
+                continue
+            schema = body["schema"]
+            if "$ref" in schema:
+                schema = doc["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
+            first = next(iter(schema.get("properties", {})), "anything")
+            filled = path.replace("{key}", "k").replace("{ident}", "0123456789abcdef")
+            filled = filled.replace("{name}", "n").replace("{id_}", "0123456789abcdef")
+            found.append((method.upper(), filled, first))
+    return found
+
+
+async def test_a_lone_surrogate_or_an_unbounded_number_in_any_json_body_is_400_naming_it(
+    api: Api,
+) -> None:
+    """Issue #24: a lone surrogate reached a store or a JSON writer (500), a 5,000-digit
+    integer Python's converter (500). Every route that takes JSON — and MCP's — refuses
+    both before it runs, naming the field."""
+    doc = await api.call("GET", "/openapi.json")
+    operations = [*_json_operations(doc), ("POST", "/mcp", "params")]
+    assert len(operations) > 20
+    poisons = [
+        ('{"FIELD": "a\\ud800b"}', "FIELD"),
+        ('{"FIELD": [{"inner": "\\udc00"}]}', "FIELD[0].inner"),
+        ('{"FIELD": {"k\\ud83d": 1}}', "FIELD"),
+        ('{"FIELD": ' + "9" * 5000 + "}", "FIELD"),
+        ('{"FIELD": [1, -' + "1" * 30 + "]}", "FIELD[1]"),
+        ('{"FIELD": 1e400}', "FIELD"),
+    ]
+    for method, path, first in operations:
+        for content, field in poisons:
+            reply = await api.http.request(
+                method,
+                path,
+                content=content.replace("FIELD", first),
+                headers={"Content-Type": "application/json"},
+            )
+            assert_error(reply, 400, "invalid_input", field.replace("FIELD", first))
+    assert not api.service.browsers._live
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/profiles/%ED%A0%80",
+        "/v1/profiles/a%ED%B0%80b/storage-state?format=%ED%A0%80",
+        "/v1/sessions/k/storage-state?format=%ED%A0%80",
+        "/v1/sessions/k/site-data/%ED%A0%80",
+        "/v1/secrets/%ED%A0%80",
+        "/v1/proxies/%ED%A0%80",
+        "/admin/sessions/k/journal?after=%ED%A0%80",
+        "/v1/live-sessions/%ED%A0%80/ticket",
+    ],
+)
+async def test_surrogate_bytes_in_a_path_or_query_are_never_a_server_error(
+    api: Api, path: str
+) -> None:
+    for method in ("GET", "POST", "PUT", "DELETE"):
+        reply = await api.http.request(method, path)
+        assert reply.status_code < 500, (method, path, reply.text)
+        assert set(reply.json()) == {"error"}, reply.text

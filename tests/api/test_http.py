@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import re
+import time
+
 import httpx
 import pytest
 
 from fixtures.sites import Sites
-from support import Api
+from sitekeep.model import Role
+from sitekeep.stores.base import Run
+from support import Api, ApiFactory
 
 pytestmark = pytest.mark.anyio
 
@@ -121,3 +126,26 @@ async def test_one_tenant_never_sees_another_tenants_session(api: Api, sites: Si
     # The same key in t2 is t2's own session, with its own browser.
     theirs = await api.http.post("/v1/sessions", json={"key": "shared-name"}, headers=headers)
     assert theirs.status_code == 200 and theirs.json()["url"] != mine["url"]
+
+
+@pytest.mark.parametrize("role", ["member", "admin"])
+@pytest.mark.parametrize("path", ["/v1/sessions", "/v1/live-sessions"])
+async def test_a_full_service_tells_a_tenant_only_that_it_is_full(
+    make_api: ApiFactory, role: Role, path: str
+) -> None:
+    """The global cap is the operator's: a tenant — its admins too — learns that no
+    browser can start now, never the cap nor that other tenants hold the browsers."""
+    api: Api = await make_api(max_sessions=2, max_sessions_per_tenant=5)
+    for number in (1, 2):  # every slot held by another tenant's browsers
+        held = Run(f"held-{number}", "t2", f"busy-{number}", "chromium", time.time(), "elsewhere")
+        assert await api.service.stores.runs.reserve(held, per_tenant=None, total=None) is None
+    token = await api.service.create_token("t1", "someone", role)
+    reply = await api.http.post(
+        path, json={"key": "mine"}, headers={"Authorization": f"Bearer {token}"}
+    )
+    assert reply.status_code == 429, reply.text
+    error = reply.json()["error"]
+    assert (error["type"], error["scope"]) == ("capacity_exceeded", "global")
+    assert "cap" not in error, error
+    assert not re.search(r"\d", error["message"]) and "tenant" not in error["message"]
+    assert "SITEKEEP_" not in error["message"], "an operator's setting, not a tenant's"

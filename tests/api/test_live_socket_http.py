@@ -158,6 +158,30 @@ def test_a_binary_first_message_is_refused_like_a_missing_ticket(served: Served)
     assert refusal["error"]["type"] == "unauthorized"
 
 
+@pytest.mark.parametrize(
+    "first",
+    [
+        '{"ticket": "lt_\\ud800"}',  # a lone surrogate: its SHA-256 crashed the handler
+        '{"ticket": "\\udc00\\ud800"}',
+        '{"ticket": "lt_' + "\\ud800" * 200 + '"}',
+        '{"ticket": ' + "9" * 5000 + "}",  # past Python's int conversion limit
+        '{"ticket": "lt_x", "extra": ' + "9" * 5000 + "}",
+    ],
+    ids=["surrogate", "two-halves", "many", "huge-number", "huge-beside"],
+)
+def test_a_ticket_that_is_no_text_is_refused_with_an_error_message(
+    served: Served, first: str
+) -> None:
+    url = served.url.replace("http://", "ws://") + "/v1/live-sessions/0123456789abcdef/socket"
+    with connect(url) as ws:
+        ws.send(first)
+        refusal = _next_message(ws, CLOSE_WAIT)
+        with pytest.raises(ConnectionClosed):
+            _next_message(ws, CLOSE_WAIT)
+        assert ws.close_code == 4401
+    assert refusal["type"] == "error" and refusal["error"]["type"] == "unauthorized"
+
+
 def test_a_live_session_whose_browser_was_closed_is_refused_naming_the_session(
     served: Served,
 ) -> None:

@@ -5,11 +5,16 @@ schema — status, body and headers as documented.
 What it exercises, and why no browser starts: the run has an admin token, so every route
 is open to it, but the server's one browser slot (``SITEKEEP_MAX_SESSIONS=1``) is taken by
 another tenant's run in the ledger. Every open the generator makes is thus answered by
-validation (400/403) or by the cap (429) before a browser could start, and every page
-route meets an unknown session (404): the run covers parsing, strict types, limits, auth,
-the error shape and the cap — the contract — while the browsers' own behaviour is the
-e2e tests'. A WebDriver URL where nothing listens stands behind it, so a path that did
-reach for a browser would answer 503 and fail the run.
+validation (400/403) or by the cap (429) before a browser could start: the run covers
+parsing, strict types, limits, auth, the error shape and the cap — the contract — while
+the browsers' own behaviour is the e2e tests'. A WebDriver URL where nothing listens
+stands behind it, so a path that did reach for a browser would answer 503 and fail the run.
+
+Every ``{key}`` is a session that exists (with a snapshot) and every ``{ident}`` a profile
+that exists, so the generated bodies reach the routes' own work — a storage state's
+reader, a capture, a session's pages — instead of a 404. Every operation of the document
+must be run (the live sessions' too): the JUnit report is checked for it. A body refused
+as too large (413) counts as refused.
 """
 
 from __future__ import annotations
@@ -21,13 +26,18 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from xml.etree import ElementTree
 
 import httpx
 import pytest
 
 from sitekeep.config import Settings
+from sitekeep.model import Principal
+from sitekeep.service import Service
 from sitekeep.stores.base import Run
 from support import make_token, on_service
+
+from .test_admin_http import HISTORY, SNAPSHOT, seed
 
 SITEKEEP = str(Path(sys.executable).parent / "sitekeep")
 SCHEMATHESIS = str(Path(sys.executable).parent / "st")
@@ -50,12 +60,37 @@ def _healthy(url: str) -> bool:
         return False
 
 
+SESSION = "fuzzed"
+
+
+def _config(profile: str) -> str:
+    """schemathesis.toml: the existing session and profile, and 413 as a refusal."""
+    return (
+        f'[parameters]\n"path.key" = "{SESSION}"\n"path.ident" = "{profile}"\n\n'
+        "[checks.negative_data_rejection]\n"
+        'expected-statuses = ["400", "401", "403", "404", "405", "409", "413", "429"]\n'
+    )
+
+
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
-    """A ``sitekeep serve`` whose one browser slot is taken; its URL and an admin token."""
+    """A ``sitekeep serve`` whose one browser slot is taken, with a session and a profile
+    of the fuzzer's tenant; its URL and an admin token. The run's schemathesis.toml is
+    written to ``tmp_path``."""
     data_dir = tmp_path / "data"
     settings = Settings(data_dir=data_dir)
     token = make_token(settings, "t1", "fuzzer", "admin")
+
+    async def existing(svc: Service) -> str:
+        await seed(svc, SESSION, HISTORY, SNAPSHOT)
+        made = await svc.create_profile(
+            Principal("t1", "fuzzer", "admin"), "fuzzed", "private", None
+        )
+        return str(made["id"])
+
+    (tmp_path / "schemathesis.toml").write_text(
+        _config(on_service(settings, existing)), encoding="utf-8"
+    )
     held = Run(
         id="held-by-another-tenant",
         tenant="t2",
@@ -132,3 +167,9 @@ def test_schemathesis_finds_no_server_error_and_no_response_outside_the_schema(
         cwd=tmp_path,
     )
     assert run.returncode == 0, run.stdout[-20_000:] + run.stderr[-5_000:]
+    [report] = (tmp_path / "report").glob("*.xml")
+    tested = {case.get("name") for case in ElementTree.parse(report).iter("testcase")}
+    document = httpx.get(f"{url}/openapi.json", timeout=10).json()["paths"]
+    every = {f"{method.upper()} {path}" for path, item in document.items() for method in item}
+    assert tested == every, every - tested
+    assert {"POST /v1/live-sessions", "POST /v1/live-sessions/{id_}/ticket"} <= tested

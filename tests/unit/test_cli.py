@@ -141,3 +141,27 @@ def test_sessions_list_shows_the_tenants_sessions(env: Path) -> None:
     assert "demo" in shown.output and "agent" in shown.output
     other = CliRunner().invoke(app, ["sessions", "list", "--tenant", "t2"])
     assert other.output.strip() == "no sessions in tenant t2"
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["token", "create", "--tenant", "t1", "--subject", "ad\udce9le"], "--subject"),
+        (["token", "create", "--tenant=t\udcff", "--subject", "me"], "--tenant"),
+        (["profile", "create", "caf\udce9", "--tenant", "t1"], "argument 3"),
+        (["profile", "list", "--tenant", "t1", "--as", "\udcc3"], "--as"),
+        (["journal", "tail", "--tenant", "t1", "--key", "k\ud800"], "--key"),
+        (["import", "--from", "state-\udce9.json", "--to", "out.json"], "--from"),
+        (["sessions", "list", "--tenant", "\udc80"], "--tenant"),
+    ],
+    ids=["subject", "tenant=", "profile-name", "as", "journal-key", "path", "sessions"],
+)
+def test_an_argument_that_is_no_utf8_text_is_refused_naming_it_and_nothing_changes(
+    env: Path, args: list[str], named: str
+) -> None:
+    """Python reads argv bytes that are not UTF-8 as lone surrogates (issue #24): they
+    crashed the store, a JSON writer or a receipt. Refused before any command runs."""
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert f"Invalid value for {named}: not UTF-8 text" in result.output
+    assert not (env / "sitekeep.db").exists(), "no store was even opened"

@@ -17,7 +17,7 @@ from sitekeep.cli import app
 from sitekeep.config import Settings
 from sitekeep.model import Principal, SessionRecord
 from sitekeep.service import Service
-from support import on_service
+from support import cli_data_dir, on_service
 
 SID = "dummy-cli-sid-9d0b"
 STATE = {
@@ -39,11 +39,8 @@ STATE = {
 
 @pytest.fixture
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in ("SITEKEEP_DATABASE_URL", "SITEKEEP_MASTER_KEY", "SITEKEEP_SESSION_STORE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("SITEKEEP_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("COLUMNS", "200")
-    return tmp_path / "data"
+    path: Path = cli_data_dir(monkeypatch, tmp_path / "data")
+    return path
 
 
 def run(*args: str) -> tuple[int, str, str]:

@@ -275,6 +275,78 @@ def test_origins_normalised_merged_and_the_session_storage_extension_read() -> N
     assert imported.report.carried["session_items"] == 1
 
 
+IMPOSSIBLE_HOSTS = [
+    '"><svg onload=alert(1)>',
+    "a b",
+    "x%2f..%2f..",
+    "a..b.example.test",
+    "app.example.test:bad:port",
+    "under score!",
+    "<script>",
+    "back\\slash",
+]
+
+
+@pytest.mark.parametrize("host", IMPOSSIBLE_HOSTS)
+def test_an_origin_on_a_host_no_browser_would_accept_is_dropped_like_a_cookies_domain(
+    host: str,
+) -> None:
+    """Issue #24: an imported storage state stored origins on impossible hosts (an HTML
+    tag, a space, percent-escapes), while a cookie on the same host was refused. Every
+    host an import reads goes through the one rule (``rules.canonical_host``): an
+    origin's, the sessionStorage extension's, a partition key's site, a cookie's."""
+    state = {
+        "cookies": [
+            {"name": "sid", "value": "dummy", "domain": host, "path": "/"},
+            {
+                "name": "chip",
+                "value": "dummy",
+                "domain": "app.example.test",
+                "path": "/",
+                "secure": True,
+                "partitionKey": f"https://{host}",
+            },
+        ],
+        "origins": [
+            {"origin": f"https://{host}", "localStorage": [{"name": "k", "value": "v"}]},
+            {"origin": f"http://{host}:8080", "localStorage": [{"name": "k", "value": "v"}]},
+            {"origin": "https://app.example.test", "localStorage": [{"name": "k", "value": "v"}]},
+        ],
+        "sitekeep": {
+            "sessionStorage": {"origin": f"https://{host}", "items": [{"name": "s", "value": "v"}]}
+        },
+    }
+    imported = import_text(json.dumps(state), None, NOW)
+    assert list(imported.site_data.origins) == ["https://app.example.test"]
+    assert imported.site_data.session is None and imported.site_data.cookies == ()
+    drops = {(n.where, n.rule) for n in imported.report.dropped}
+    assert drops == {
+        ("cookies[0]", "domain-invalid"),
+        ("cookies[1]", "partition-key-invalid"),
+        ("origins[0]", "origin-invalid"),
+        ("origins[1]", "origin-invalid"),
+        ("sitekeep.sessionStorage", "origin-invalid"),
+    }
+    with pytest.raises(InvalidInput) as refused:
+        import_text(json.dumps(state), None, NOW, strict=True)
+    assert refused.value.field == "cookies[0]"
+
+
+@pytest.mark.parametrize(
+    ("written", "origin"),
+    [
+        ("https://Bücher.Example.test", "https://xn--bcher-kva.example.test"),
+        ("https://[::1]:8443/", "https://[::1]:8443"),
+        ("http://app.example.test.:80", "http://app.example.test"),
+        ("https://127.0.0.1", "https://127.0.0.1"),
+    ],
+)
+def test_an_origin_is_kept_as_a_browser_serialises_it(written: str, origin: str) -> None:
+    state = {"origins": [{"origin": written, "localStorage": [{"name": "k", "value": "v"}]}]}
+    imported = import_text(json.dumps(state), None, NOW)
+    assert list(imported.site_data.origins) == [origin]
+
+
 def test_a_bare_cookie_editor_list_is_read_as_cookies() -> None:
     imported = load("bare_list.json")
     got = {n: (c.domain, c.same_site, c.expiry, c.http_only) for n, c in by_name(imported).items()}

@@ -215,6 +215,38 @@ def test_a_long_branch_spills_its_positions_and_folds_the_same(
     assert result.state == fold_all(chain.made, RULES)
 
 
+@pytest.mark.parametrize("in_memory", [4, 1 << 17], ids=["spilled", "in-memory"])
+def test_a_record_id_used_twice_is_reported_on_its_later_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_memory: int
+) -> None:
+    monkeypatch.setattr("sitekeep.journal.replay.STACK_IN_MEMORY", in_memory)
+    chain = Chain()
+    for index in range(21):
+        chain.op("navigate", page=f"https://h{index % 4}.example.test/{index}")
+    twice, thrice = chain.made[3], chain.made[30]
+    path = write_journal(tmp_path / "j.jsonl", [*chain.made, twice, thrice, thrice])
+    with FileSource(path, max_record=1 << 20, chunk=4096) as source:
+        plain = replay(source, RULES)
+        checked = replay(source, RULES, duplicates=True)
+    assert plain.report.ok, "only asked for does replay compare ids"
+    found = [(p.kind, p.line) for p in checked.report.problems]
+    assert found == [("duplicate_id", 43), ("duplicate_id", 44), ("duplicate_id", 45)]
+    assert "at line 4" in checked.report.problems[0].message
+    assert "at line 31" in checked.report.problems[2].message
+    assert checked.state == plain.state
+
+
+def test_past_a_hundred_repeated_ids_one_problem_counts_the_rest(tmp_path: Path) -> None:
+    chain = Chain()
+    for index in range(60):
+        chain.op("navigate", page=f"https://h{index % 4}.example.test/{index}")
+    path = write_journal(tmp_path / "j.jsonl", [*chain.made, *chain.made[:105]])
+    with FileSource(path, max_record=1 << 20, chunk=4096) as source:
+        problems = replay(source, RULES, duplicates=True).report.problems
+    assert len(problems) == 101 and {p.kind for p in problems} == {"duplicate_id"}
+    assert problems[-1].message.startswith("5 more record ids") and problems[-1].line is None
+
+
 def test_the_position_stack_returns_what_was_pushed_last_first() -> None:
     with _PositionStack(limit=3) as stack:
         for value in range(100, 0, -7):

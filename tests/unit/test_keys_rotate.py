@@ -21,7 +21,7 @@ from sitekeep.model import Cookie, OriginStorage, Principal, SessionRecord, Site
 from sitekeep.profiles import captured
 from sitekeep.service import Service
 from sitekeep.stores.cipher import Cipher, KeyFile
-from support import on_service
+from support import cli_data_dir, on_service
 
 pytestmark = pytest.mark.anyio
 
@@ -74,10 +74,7 @@ async def everything_opens(svc: Service, profile: str) -> None:
 
 @pytest.fixture
 def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    for name in ("SITEKEEP_DATABASE_URL", "SITEKEEP_MASTER_KEY", "SITEKEEP_SESSION_STORE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("SITEKEEP_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("COLUMNS", "200")
+    cli_data_dir(monkeypatch, tmp_path / "data")
     return Settings()
 
 

@@ -270,6 +270,26 @@ async def test_a_refused_input_is_an_error_message_the_socket_goes_on_and_sends_
     task.cancel()
 
 
+async def test_a_message_that_is_no_text_or_number_or_too_deep_is_refused_naming_the_field() -> (
+    None
+):
+    client, conn, _, task = await run_relay()
+    await until(lambda: len(client.frames) >= 1)
+    for raw in (
+        '{"type": "text", "text": "a\\ud800"}',  # a lone surrogate: no encoder takes it
+        '{"type": "pointer", "action": "click", "x": ' + "9" * 5000 + ', "y": 6}',
+        "[" * 100_000 + "]" * 100_000,  # past the interpreter's stack
+        '{"type": "text", "text": "ok"}',
+    ):
+        await client.inbox.put(raw)
+    await until(lambda: len(conn.inputs()) == 1)
+    errors = [m["error"] for m in client.messages if m["type"] == "error"]
+    assert [e.get("field") for e in errors] == ["text", "x", "type"]
+    assert [a["value"] for a in conn.inputs()[0][1]["actions"][0]["actions"]][::2] == ["o", "k"]
+    assert not task.done(), "the socket is still served"
+    task.cancel()
+
+
 @dataclass
 class SlowOddConn(FakeConn):
     """Odd captures answer late (after the next one started): answers out of order."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sitekeep.errors import InvalidInput, OwnAddress
+from sitekeep.limits import MAX_URL
 from sitekeep.policy import check_key, check_url
 from sitekeep.sites import group_by_site, site_of
 
@@ -46,6 +47,8 @@ def test_agents_may_open_http_pages_and_about_blank(url: str) -> None:
         "https:///no-host",
         "",
         "   ",
+        "https://a.example.test/?" + "x" * MAX_URL,  # the bound of every facade
+        "https://a.example.test/\ud800",  # a lone surrogate: no text
     ],
 )
 def test_refused_urls_are_invalid_input_naming_the_url_field(url: str) -> None:

@@ -27,7 +27,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from sitekeep.api.app import Admin, Key, Site, Svc
+from sitekeep.api.app import Admin, Ident, Key, Site, Svc
 
 __all__ = ["router"]
 
@@ -92,7 +92,7 @@ async def admin_tokens(who: AdminWho, svc: Svc) -> JSON:
 
 
 @router.delete("/tokens/{id_}")
-async def admin_revoke_token(id_: str, who: AdminWho, svc: Svc) -> JSON:
+async def admin_revoke_token(id_: Ident, who: AdminWho, svc: Svc) -> JSON:
     """Revoke one of the tenant's tokens: it stops authenticating, and the admin UI
     sign-ins made with it end. 404 for another tenant's token or an unknown id."""
     return {"revoked": (await svc.admin.revoke_token(who, id_)).as_json()}

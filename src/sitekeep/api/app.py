@@ -16,10 +16,10 @@ from typing import Annotated, Any, Literal
 import anyio
 from fastapi import Body, Depends, FastAPI, Path, Query, Request
 from fastapi.responses import PlainTextResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from sitekeep import __version__
-from sitekeep.api.body import BodyGuard
+from sitekeep.api.body import BodyGuard, StrictBody
 from sitekeep.api.errors import install_error_handlers
 from sitekeep.api.openapi import install_openapi
 from sitekeep.config import Settings
@@ -31,7 +31,7 @@ from sitekeep.model import Principal
 from sitekeep.service import Service
 from sitekeep.steps import OPERATIONS
 
-__all__ = ["KEY_PATTERN", "Key", "Name", "Site", "create_app"]
+__all__ = ["KEY_PATTERN", "Ident", "Key", "Name", "SessionChoice", "Site", "create_app"]
 
 KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 """A session key (``sitekeep.policy.check_key``)."""
@@ -41,31 +41,39 @@ Key = Annotated[
 ]
 Name = Annotated[str, Path(description="A name in the tenant's catalogue.", max_length=MAX_NAME)]
 Site = Annotated[str, Path(description="A host or origin.", max_length=MAX_SITE)]
+Ident = Annotated[
+    str,
+    Path(
+        description="An id sitekeep made (a profile's, a live session's, a token's).",
+        max_length=MAX_NAME,
+    ),
+]
 
 
-class _Body(BaseModel):
-    # strict: JSON types as written; 0 is no bool, "10" no int (issue #8 item 11).
-    model_config = ConfigDict(extra="forbid", strict=True)
+class SessionChoice(StrictBody):
+    """Which session, in which browser, at which URL, from which profile, through which
+    country's proxy: what ``POST /v1/sessions`` and ``POST /v1/live-sessions`` share."""
 
-
-class OpenBody(_Body):
     key: str | None = Field(default=None, pattern=KEY_PATTERN, max_length=MAX_KEY)
     browser: Literal["chromium", "firefox"] | None = None
     url: str | None = Field(default=None, max_length=MAX_URL)
     profile: str | None = Field(default=None, max_length=MAX_NAME)
+    country: str | None = Field(default=None, max_length=MAX_NAME)
+
+
+class OpenBody(SessionChoice):
     restore_site_data: bool = True
     fresh: bool = False
     insecure: bool = False
-    country: str | None = Field(default=None, max_length=MAX_NAME)
     keep_user_agent: bool | None = None
     """Run under the User-Agent the site data was saved under (kept for the session)."""
 
 
-class NavigateBody(_Body):
+class NavigateBody(StrictBody):
     url: str = Field(max_length=MAX_URL)
 
 
-class SaveBody(_Body):
+class SaveBody(StrictBody):
     profile: str | None = Field(default=None, max_length=MAX_NAME)
     indexed_db: bool = False
     """Also carry every visited origin's IndexedDB databases (schema and records)."""
@@ -115,7 +123,7 @@ Admin = Annotated[Principal, Depends(_admin)]
 JSON = dict[str, Any]
 
 
-class FlowBody(_Body):
+class FlowBody(StrictBody):
     steps: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_STEPS)
     on_error: Literal["stop", "continue"] = "stop"
 
@@ -269,7 +277,7 @@ def _routes(app: FastAPI) -> None:
         return {"sessions": await svc.sessions(who)}
 
     @app.get("/v1/sessions/{key}/webdriver", tags=["sessions"])
-    async def webdriver(key: str, who: Who, svc: Svc) -> JSON:
+    async def webdriver(key: Key, who: Who, svc: Svc) -> JSON:
         """WebDriver URL, session id and BiDi URL of the session's live browser (admin or
         the session's owner: it hands the signed-in browser over)."""
         return await svc.webdriver(who, key)

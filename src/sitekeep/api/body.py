@@ -5,21 +5,39 @@ answered 413 ``body_too_large`` without being read to its end (a ``Content-Lengt
 the limit is refused before a byte is read), and a JSON body nested deeper than
 ``limits.MAX_DEPTH`` is answered 400 — Python's own JSON parser would stack-overflow on
 one a few thousand levels deep, and every layer after it (validation, the journal's
-redaction) walks what it was given. A body within bounds is handed on unchanged.
+redaction) walks what it was given. So is a JSON body holding a lone surrogate or an
+unbounded number anywhere (:mod:`sitekeep.client_json`), the field named: every route,
+MCP's too, gets only text and numbers it can encode and store — but a file
+(:data:`FILE_PATHS`), which its own reader checks by its format's rules (a storage
+state's Web Storage may hold a page's lone surrogate). A body within bounds is handed on
+unchanged.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sitekeep import client_json
 from sitekeep.api.errors import error_response
 from sitekeep.errors import BodyTooLarge, InvalidInput, SitekeepError
 from sitekeep.limits import MAX_DEPTH
 
-__all__ = ["BodyGuard", "depth_of"]
+__all__ = ["FILE_PATHS", "BodyGuard", "StrictBody", "depth_of"]
+
+FILE_PATHS = ("/storage-state",)
+"""Ends of the paths whose body is a file (``PUT …/storage-state``): its content is
+checked by its reader (``sitekeep.interop``), not here."""
+
+
+class StrictBody(BaseModel):
+    """The base of every route's JSON body: JSON types as written (``0`` is no bool,
+    ``"10"`` no int; issue #8 item 11), no unknown field; each string field bounded by a
+    ``max_length`` from :mod:`sitekeep.limits`, so the OpenAPI document states it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 def depth_of(value: Any) -> int:
@@ -39,15 +57,22 @@ def depth_of(value: Any) -> int:
     return deepest
 
 
-def _json_problem(body: bytes) -> SitekeepError | None:
+def _json_problem(body: bytes, *, file: bool) -> SitekeepError | None:
+    too_deep = InvalidInput(f"the request body nests deeper than {MAX_DEPTH} levels", field="body")
     try:
-        parsed = json.loads(body)
+        parsed = client_json.loads(body)
     except RecursionError:
-        return InvalidInput(f"the request body nests deeper than {MAX_DEPTH} levels", field="body")
+        return too_deep
     except ValueError:
         return None  # not JSON: the route's own parser says so, in the same shape
     if depth_of(parsed) > MAX_DEPTH:
-        return InvalidInput(f"the request body nests deeper than {MAX_DEPTH} levels", field="body")
+        return too_deep
+    if file:
+        return None
+    try:
+        client_json.check(parsed, root="body")
+    except InvalidInput as exc:
+        return exc
     return None
 
 
@@ -73,7 +98,7 @@ class BodyGuard:
             return
         problem = None
         if body and b"json" in headers.get(b"content-type", b"application/json"):
-            problem = _json_problem(body)
+            problem = _json_problem(body, file=scope["path"].endswith(FILE_PATHS))
         if problem is not None:
             await error_response(problem)(scope, receive, send)
             return

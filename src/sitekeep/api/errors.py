@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Route
 
 from sitekeep.api.routes import flat_routes
+from sitekeep.client_json import field_path
 from sitekeep.errors import (
     BodyTooLarge,
     BrowserUnavailable,
@@ -125,9 +126,9 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
         where = first.get("ctx", {}).get("error", "")
         message = f"the request body is not valid JSON ({where})" if where else "not valid JSON"
         return error_response(InvalidInput(message, field="body"))
-    loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
+    loc = tuple(p for p in first.get("loc", ()) if p not in ("body", "query", "path"))
     whole_body = tuple(first.get("loc", ()))[:1] == ("body",)
-    field = ".".join(loc) or ("body" if whole_body else None)
+    field = field_path(loc, "body") if loc else ("body" if whole_body else None)
     text = str(first.get("msg", "invalid")).removeprefix("Value error, ")
     message = f"{field}: {text}" if field else f"the request body is invalid: {text}"
     error: dict[str, Any] = {"type": InvalidInput.type_name, "message": message}

@@ -28,9 +28,8 @@ from typing import Any
 
 import anyio
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
-from pydantic import BaseModel, ConfigDict
 
-from sitekeep.api.app import Svc, Who
+from sitekeep.api.app import Ident, SessionChoice, Svc, Who
 from sitekeep.errors import Forbidden, NotFound, SitekeepError, Unauthorized, error_json, quoted
 from sitekeep.live import Relay
 from sitekeep.service import Service
@@ -46,14 +45,8 @@ _POLICY = 1008
 router = APIRouter(prefix="/v1/live-sessions", tags=["live"])
 
 
-class LiveBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    key: str | None = None
-    browser: str | None = None
-    url: str | None = None
-    profile: str | None = None
-    country: str | None = None
+LiveBody = SessionChoice
+"""``{key?, browser?, url?, profile?, country?}``, strict and bounded as an open's."""
 
 
 @router.post("")
@@ -64,13 +57,13 @@ async def create_live_session(who: Who, svc: Svc, body: LiveBody | None = None) 
 
 
 @router.post("/{id_}/ticket")
-async def live_ticket(id_: str, who: Who, svc: Svc) -> dict[str, Any]:
+async def live_ticket(id_: Ident, who: Who, svc: Svc) -> dict[str, Any]:
     """A fresh one-shot ticket for the caller's live session ``id`` (404 otherwise)."""
     return await svc.live.ticket(who, id_)
 
 
 @router.delete("/{id_}")
-async def end_live_session(id_: str, who: Who, svc: Svc) -> dict[str, Any]:
+async def end_live_session(id_: Ident, who: Who, svc: Svc) -> dict[str, Any]:
     """End the caller's live session: its sockets close; the session stays."""
     return await svc.live.end(who, id_)
 

@@ -22,43 +22,48 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
-from sitekeep.api.app import Svc, Who
+from sitekeep.api.app import KEY_PATTERN, Ident, Key, Svc, Who
+from sitekeep.api.body import StrictBody
+from sitekeep.limits import (
+    MAX_COOKIE,
+    MAX_COOKIES,
+    MAX_KEY,
+    MAX_NAME,
+    MAX_PROFILE_NAME,
+    MAX_SITE,
+)
 
 __all__ = ["router", "sessions_router"]
 
 JSON = dict[str, Any]
 
 
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class CreateBody(StrictBody):
+    name: str = Field(max_length=MAX_PROFILE_NAME)
+    visibility: str = Field(default="private", max_length=MAX_NAME)
+    country: str | None = Field(default=None, max_length=MAX_NAME)
 
 
-class CreateBody(_Body):
-    name: str
-    visibility: str = "private"
-    country: str | None = None
+class PatchBody(StrictBody):
+    name: str | None = Field(default=None, max_length=MAX_PROFILE_NAME)
+    visibility: str | None = Field(default=None, max_length=MAX_NAME)
+    country: str | None = Field(default=None, max_length=MAX_NAME)
 
 
-class PatchBody(_Body):
-    name: str | None = None
-    visibility: str | None = None
-    country: str | None = None
+class SelectedCookie(StrictBody):
+    domain: str = Field(max_length=MAX_SITE)
+    name: str = Field(max_length=MAX_COOKIE)
 
 
-class SelectedCookie(_Body):
-    domain: str
-    name: str
-
-
-class CaptureBody(_Body):
-    session: str
-    cookies: list[SelectedCookie] | None = None
+class CaptureBody(StrictBody):
+    session: str = Field(pattern=KEY_PATTERN, max_length=MAX_KEY)
+    cookies: list[SelectedCookie] | None = Field(default=None, max_length=MAX_COOKIES)
     """The cookies to keep, by ``{domain, name}``; omitted: every unexpired cookie."""
 
 
-FormatQuery = Annotated[str, Query(alias="format")]
+FormatQuery = Annotated[str, Query(alias="format", max_length=MAX_NAME)]
 _FILE_BODY = {
     "requestBody": {
         "required": True,
@@ -86,26 +91,26 @@ async def list_profiles(who: Who, svc: Svc) -> JSON:
 
 
 @router.get("/{ident}")
-async def get_profile(ident: str, who: Who, svc: Svc) -> JSON:
+async def get_profile(ident: Ident, who: Who, svc: Svc) -> JSON:
     """One profile and its per-host counts (never values); 404 when not visible."""
     return await svc.get_profile(who, ident)
 
 
 @router.patch("/{ident}")
-async def update_profile(ident: str, body: PatchBody, who: Who, svc: Svc) -> JSON:
+async def update_profile(ident: Ident, body: PatchBody, who: Who, svc: Svc) -> JSON:
     """Rename, share (``visibility``) or set the country (creator, or an admin when shared)."""
     return await svc.update_profile(who, ident, body.model_dump(exclude_unset=True))
 
 
 @router.delete("/{ident}")
-async def delete_profile(ident: str, who: Who, svc: Svc) -> JSON:
+async def delete_profile(ident: Ident, who: Who, svc: Svc) -> JSON:
     """Delete a profile and its site data (creator, or an admin when shared)."""
     await svc.profiles.delete(who, ident)
     return {"id": ident, "deleted": True}
 
 
 @router.post("/{ident}/capture")
-async def capture_profile(ident: str, body: CaptureBody, who: Who, svc: Svc) -> JSON:
+async def capture_profile(ident: Ident, body: CaptureBody, who: Who, svc: Svc) -> JSON:
     """Capture the session's site data into the profile; a selection matching nothing is 400."""
     selection = None if body.cookies is None else [c.model_dump() for c in body.cookies]
     return await svc.capture_profile(who, ident, body.session, selection)
@@ -113,7 +118,7 @@ async def capture_profile(ident: str, body: CaptureBody, who: Who, svc: Svc) -> 
 
 @router.put("/{ident}/storage-state", openapi_extra=_FILE_BODY)
 async def import_profile_state(
-    ident: str, request: Request, who: Who, svc: Svc, fmt: FormatQuery | None = None
+    ident: Ident, request: Request, who: Who, svc: Svc, fmt: FormatQuery | None = None
 ) -> JSON:
     """Replace the profile's site data with a storage state JSON or cookies.txt body;
     answers the profile and the import report (what was changed or dropped, and why)."""
@@ -122,7 +127,7 @@ async def import_profile_state(
 
 @router.get("/{ident}/storage-state")
 async def export_profile_state(
-    ident: str, who: Who, svc: Svc, fmt: FormatQuery = "storage-state"
+    ident: Ident, who: Who, svc: Svc, fmt: FormatQuery = "storage-state"
 ) -> Response:
     """The profile's site data as a file (values: only for who may manage it)."""
     data, media = await svc.export_profile_state(who, ident, fmt)
@@ -133,7 +138,7 @@ sessions_router = APIRouter(prefix="/v1/sessions", tags=["site data"])
 
 
 @sessions_router.get("/{key}/state-preview")
-async def state_preview(key: str, who: Who, svc: Svc) -> JSON:
+async def state_preview(key: Key, who: Who, svc: Svc) -> JSON:
     """Per domain, the session's cookie names, expiry, flags and default selection, and
     the server's ``now`` — never a value (SPEC §9)."""
     return await svc.state_preview(who, key)
@@ -141,7 +146,7 @@ async def state_preview(key: str, who: Who, svc: Svc) -> JSON:
 
 @sessions_router.put("/{key}/storage-state", openapi_extra=_FILE_BODY)
 async def import_session_state(
-    key: str, request: Request, who: Who, svc: Svc, fmt: FormatQuery | None = None
+    key: Key, request: Request, who: Who, svc: Svc, fmt: FormatQuery | None = None
 ) -> JSON:
     """Replace the session's snapshot with a storage state JSON or cookies.txt body."""
     return await svc.import_session_state(who, key, await request.body(), fmt)
@@ -149,7 +154,7 @@ async def import_session_state(
 
 @sessions_router.get("/{key}/storage-state")
 async def export_session_state(
-    key: str, who: Who, svc: Svc, fmt: FormatQuery = "storage-state"
+    key: Key, who: Who, svc: Svc, fmt: FormatQuery = "storage-state"
 ) -> Response:
     """The session's saved site data as a storage state JSON (or cookies.txt) file."""
     data, media = await svc.export_session_state(who, key, fmt)

@@ -17,30 +17,30 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
-from sitekeep.api.app import Admin, Svc, Who
+from sitekeep.api.app import Admin, Name, Svc, Who
+from sitekeep.api.body import StrictBody
+from sitekeep.limits import MAX_NAME, MAX_URL
 
 __all__ = ["ProxyBody", "router"]
 
 JSON = dict[str, Any]
 
 
-class ProxyBody(BaseModel):
+class ProxyBody(StrictBody):
     """The body of ``PUT /v1/proxies/{name}``; the rules are checked by the service."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    country: str
-    url: str
-    auth_secret: str | None = None
+    country: str = Field(max_length=MAX_NAME)
+    url: str = Field(max_length=MAX_URL)
+    auth_secret: str | None = Field(default=None, max_length=MAX_NAME)
 
 
 router = APIRouter(prefix="/v1/proxies", tags=["proxies"])
 
 
 @router.put("/{name}")
-async def put_proxy(name: str, body: ProxyBody, who: Admin, svc: Svc) -> JSON:
+async def put_proxy(name: Name, body: ProxyBody, who: Admin, svc: Svc) -> JSON:
     """Create or replace a proxy of the pool (admin)."""
     return await svc.put_proxy(who, name, body.country, body.url, body.auth_secret)
 
@@ -52,13 +52,13 @@ async def list_proxies(who: Who, svc: Svc) -> JSON:
 
 
 @router.get("/{name}")
-async def get_proxy(name: str, who: Who, svc: Svc) -> JSON:
+async def get_proxy(name: Name, who: Who, svc: Svc) -> JSON:
     """One proxy; 404 when the pool has none of that name."""
     return await svc.get_proxy(who, name)
 
 
 @router.delete("/{name}")
-async def delete_proxy(name: str, who: Admin, svc: Svc) -> JSON:
+async def delete_proxy(name: Name, who: Admin, svc: Svc) -> JSON:
     """Delete a proxy (admin); 404 when the pool has none of that name."""
     await svc.delete_proxy(who, name)
     return {"name": name, "deleted": True}

@@ -15,12 +15,14 @@ Routes (each answers ``{name, description, hosts, keys, updated_at}`` per secret
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from sitekeep.api.app import Admin, Name, Svc, Who
+from sitekeep.api.body import StrictBody
+from sitekeep.limits import MAX_DESCRIPTION, MAX_HOSTS, MAX_SECRET_KEYS, MAX_SITE, MAX_TEXT
 from sitekeep.secrets import SecretInfo
 
 __all__ = ["SecretBody", "router"]
@@ -28,18 +30,19 @@ __all__ = ["SecretBody", "router"]
 JSON = dict[str, Any]
 
 
-class SecretBody(BaseModel):
+class SecretBody(StrictBody):
     """The body of ``PUT /v1/secrets/{name}``; the rules are checked by the service."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    description: str = ""
-    hosts: list[str]
+    description: str = Field(default="", max_length=MAX_DESCRIPTION)
+    hosts: list[Annotated[str, Field(max_length=MAX_SITE)]] = Field(max_length=MAX_HOSTS)
     # Each value's type is checked by the service (secrets.check_values), not here: a
     # validation error names its field by the key, and a key that is no key name may be a
     # value pasted in the wrong place — the service's message names only ``values``.
     values: dict[str, object] = Field(
-        json_schema_extra={"additionalProperties": {"type": "string"}}
+        json_schema_extra={
+            "additionalProperties": {"type": "string", "maxLength": MAX_TEXT},
+            "maxProperties": MAX_SECRET_KEYS,
+        }
     )
 
 

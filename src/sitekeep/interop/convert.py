@@ -15,18 +15,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sitekeep import client_json
 from sitekeep.errors import InvalidInput
-from sitekeep.history import origin_of
 from sitekeep.interop.netscape import cookies_to_text, read_cookies_txt
 from sitekeep.interop.report import Report
-from sitekeep.interop.rules import RawCookie, dedupe, normalise
+from sitekeep.interop.rules import RawCookie, canonical_origin, dedupe, normalise
 from sitekeep.interop.storage_state import (
     WebStorage,
     cookies_to_json,
     read_storage_state,
     storage_state_json,
 )
-from sitekeep.model import Cookie, OriginStorage, SessionStorage, SiteData
+from sitekeep.model import Cookie, OriginStorage, SessionStorage, SiteData, escape_surrogates
 
 __all__ = [
     "FORMATS",
@@ -74,21 +74,40 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _web_storage_text(path: client_json.Path) -> bool:
+    """Whether ``path`` is a Web Storage name or value — ``origins[i].localStorage`` or
+    ``sitekeep.sessionStorage.items``, as ``[{name, value}]`` or ``{name: value}`` — a
+    JavaScript string a page wrote, which may hold a lone surrogate (HTML §Web Storage)."""
+    local = len(path) > 3 and path[0] == "origins" and path[2] == "localStorage"
+    if not (local or path[:3] == ("sitekeep", "sessionStorage", "items")):
+        return False
+    rest = path[3:]
+    by_name = len(rest) == 1 and isinstance(rest[0], str)
+    return by_name or (len(rest) == 2 and isinstance(rest[0], int) and rest[1] in ("name", "value"))
+
+
 def parse_json(text: str) -> Any:
     """Strict JSON: no NaN/Infinity, no repeated key in an object (which would make one
-    of two cookies' fields silently win).
+    of two cookies' fields silently win), no unbounded number, and no lone surrogate but
+    in a Web Storage name or value (:mod:`sitekeep.client_json`: nothing after could
+    encode or hold them; a page's storage holds them, and snapshots keep them).
 
     Raises:
-        InvalidInput: ``source``, with the line and column of the fault (never the text).
+        InvalidInput: ``source``, with the line and column of the fault (never the text);
+            or the field holding a lone surrogate or an unbounded number
+            (``cookies[0].expires``).
     """
     try:
-        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+        parsed = client_json.loads(
+            text, parse_constant=_no_constant, object_pairs_hook=_unique_keys
+        )
     except json.JSONDecodeError as exc:
         raise InvalidInput(
             f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", field="source"
         ) from exc
     except RecursionError as exc:
         raise InvalidInput("not JSON this can read: nested too deeply", field="source") from exc
+    return client_json.check(parsed, root="source", js_strings=_web_storage_text)
 
 
 def detect_format(text: str) -> Format:
@@ -110,7 +129,7 @@ def _cookies(raw: list[RawCookie], now: float, report: Report) -> list[Cookie]:
 
 
 def _origin(where: str, written: str, report: Report) -> str | None:
-    origin = origin_of(written)
+    origin = canonical_origin(written)
     if origin is None:
         report.note(
             where,
@@ -118,7 +137,8 @@ def _origin(where: str, written: str, report: Report) -> str | None:
             "",
             "dropped",
             "origin-invalid",
-            "not an http(s) origin: its storage is not carried",
+            "not an http(s) origin on a host name a browser would accept (the rule of a "
+            "cookie's domain, RFC 6265bis §5.1.2): its storage is not carried",
         )
     elif origin != written:
         report.note(
@@ -237,7 +257,8 @@ def _export_storage_state(site_data: SiteData, report: Report) -> Exported:
             "field; Playwright ignores it"
         )
     _count(report.carried, site_data, cookies=len(cookies))
-    text = json.dumps(state, indent=2, ensure_ascii=False) + "\n"
+    # A page's lone surrogate goes out as its JSON escape, as Playwright writes one.
+    text = escape_surrogates(json.dumps(state, indent=2, ensure_ascii=False)) + "\n"
     return Exported(text.encode(), report)
 
 

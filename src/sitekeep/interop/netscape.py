@@ -10,16 +10,22 @@ since the epoch, ``0`` for a session cookie. A line starting ``#HttpOnly_`` is a
 httpOnly cookie (curl's convention); other ``#`` lines and blank lines are comments. The
 format has no SameSite, no partition key and no Web Storage: writing one says what it
 could not carry. A line that cannot be read is dropped with a note giving its number —
-and never its text, which may hold a value.
+and never its text, which may hold a value. What no writer writes and nothing after could
+hold refuses the whole file, naming the line: a lone surrogate (text from another
+encoding, through the Python API), an expiry of more than ``MAX_DIGITS`` digits.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from sitekeep import __version__
+from sitekeep.client_json import TOO_LARGE, check_text
+from sitekeep.errors import InvalidInput
 from sitekeep.interop.report import Report
 from sitekeep.interop.rules import RawCookie
+from sitekeep.limits import MAX_DIGITS
 from sitekeep.model import Cookie
 
 __all__ = ["HEADER", "cookies_to_text", "read_cookies_txt"]
@@ -27,6 +33,7 @@ __all__ = ["HEADER", "cookies_to_text", "read_cookies_txt"]
 HEADER = "# Netscape HTTP Cookie File"
 _HTTP_ONLY = "#HttpOnly_"
 _BOOL = {"TRUE": True, "FALSE": False}
+_NUMBER = re.compile(r"[+-]?([0-9]+)(?:\.[0-9]*)?")
 
 
 def _malformed(report: Report, where: str, why: str) -> None:
@@ -49,11 +56,13 @@ def _line(text: str, number: int, report: Report) -> RawCookie | None:
     if subdomains.upper() not in _BOOL or secure.upper() not in _BOOL:
         _malformed(report, where, "include-subdomains and secure must be TRUE or FALSE")
         return None
-    try:
-        expires = float(expiry)
-    except ValueError:
+    written = _NUMBER.fullmatch(expiry.strip())
+    if written is None:
         _malformed(report, where, "the expiry is not a number")
         return None
+    if len(written.group(1)) > MAX_DIGITS:
+        raise InvalidInput(f"{where}.expiry: {TOO_LARGE}", field=f"{where}.expiry")
+    expires = float(written.group(0))
     return RawCookie(
         where=where,
         name=name,
@@ -69,10 +78,15 @@ def _line(text: str, number: int, report: Report) -> RawCookie | None:
 
 
 def read_cookies_txt(text: str, report: Report) -> list[RawCookie]:
-    """The cookies of a cookies.txt file; unreadable lines noted as dropped."""
+    """The cookies of a cookies.txt file; unreadable lines noted as dropped.
+
+    Raises:
+        InvalidInput: a line holds a lone surrogate, or an expiry of more than
+            ``MAX_DIGITS`` digits (``line 3``, ``line 3.expiry``).
+    """
     cookies: list[RawCookie] = []
     for number, line in enumerate(text.split("\n"), start=1):
-        line = line.rstrip("\r")
+        line = check_text(line.rstrip("\r"), f"line {number}")
         if not line.strip() or (line.startswith("#") and not line.startswith(_HTTP_ONLY)):
             continue
         cookie = _line(line, number, report)

@@ -14,7 +14,10 @@ The rules, in the order they apply (section numbers of draft-ietf-httpbis-rfc626
   empty name whose value starts with a prefix → dropped (§5.7 steps 2, 3, 4, 22).
 * domain: lowercased, a trailing dot removed, IDNs as A-labels (§5.1.2); a domain cookie
   on an IP address or on a public suffix is host-only (§5.1.3, §5.7 step 9); a domain
-  that is no host name → dropped. Where a host-only flag (cookies.txt's "include
+  that is no host name → dropped. The same host rule (:func:`canonical_host`) holds every
+  other host an import reads: an origin of Web Storage (:func:`canonical_origin`) and a
+  partition key's site, whose impossible hosts (``a b``, ``"><svg…``, ``x%2f..``) are
+  dropped as a cookie's would be. Where a host-only flag (cookies.txt's "include
   subdomains", Cookie-Editor's ``hostOnly``) disagrees with the leading dot, the flag wins.
 * path: one not starting with ``/`` is ``/`` (§5.1.4 default-path, §5.6.4).
 * expiry: ``-1`` or absent is a session cookie (Playwright), ``0`` too (cookies.txt);
@@ -46,11 +49,12 @@ from urllib.parse import urlsplit
 from publicsuffixlist import PublicSuffixList
 
 from sitekeep.cookies import MAX_AGE
+from sitekeep.history import origin_of
 from sitekeep.interop.report import Report
 from sitekeep.model import Cookie, SameSite
 from sitekeep.sites import site_of
 
-__all__ = ["RawCookie", "dedupe", "normalise"]
+__all__ = ["RawCookie", "canonical_host", "canonical_origin", "dedupe", "normalise"]
 
 _RFC = "RFC 6265bis"
 _SAME_SITE: dict[str, SameSite] = {
@@ -179,24 +183,59 @@ def _is_ip(host: str) -> bool:
     return True
 
 
-def _canonical_host(run: _Run, host: str) -> str:
-    """``host`` canonicalised (§5.1.2): lowercase, no trailing dot, A-labels."""
+_HOST_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789.-_:[]")
+
+
+def canonical_host(host: str) -> tuple[str | None, list[tuple[str, str]]]:
+    """``host`` as a browser holds it (§5.1.2): lowercase, no trailing dot, A-labels —
+    or None when it is no host name (a space, ``%``, ``<``, ``..``, a colon outside an
+    IPv6 address…); and each change made, as ``(rule, reason)``. The one rule for every
+    host an import reads: a cookie's domain, an origin, a partition key's site."""
+    changes: list[tuple[str, str]] = []
     if host != host.lower():
-        run.changed("domain-case", f"domain lowercased ({_RFC} §5.1.2)")
+        changes.append(("domain-case", f"domain lowercased ({_RFC} §5.1.2)"))
         host = host.lower()
     if host.endswith(".") and host.strip("."):
-        run.changed("domain-trailing-dot", f"trailing dot removed ({_RFC} §5.1.2)")
+        changes.append(("domain-trailing-dot", f"trailing dot removed ({_RFC} §5.1.2)"))
         host = host.rstrip(".")
     if not host.isascii():
         try:
             host = host.encode("idna").decode("ascii")
         except UnicodeError:
-            raise run.drop("domain-invalid", f"domain is no host name ({_RFC} §5.1.2)") from None
-        run.changed("domain-idna", f"domain written as IDNA A-labels ({_RFC} §5.1.2)")
-    bad = set(host) - set("abcdefghijklmnopqrstuvwxyz0123456789.-_:[]")
+            return None, changes
+        changes.append(("domain-idna", f"domain written as IDNA A-labels ({_RFC} §5.1.2)"))
+    bad = set(host) - _HOST_CHARACTERS
     if not host or bad or ".." in host or (":" in host and not _is_ip(host)):
+        return None, changes
+    return host, changes
+
+
+def canonical_origin(written: str) -> str | None:
+    """The origin a browser would serialise for ``written`` (``scheme://host[:port]``,
+    RFC 6454 §6.2, its host by :func:`canonical_host`), or None when it names no http(s)
+    origin on a host name a browser would accept."""
+    origin = origin_of(written)
+    if origin is None:
+        return None
+    parts = urlsplit(origin)
+    bracketed = parts.netloc.startswith("[")
+    host, _ = canonical_host(parts.hostname or "")
+    if host is None:
+        return None
+    host = f"[{host}]" if bracketed else host
+    port = parts.netloc.rpartition(":")[2] if parts.port is not None else ""
+    return f"{parts.scheme}://{host}{':' + port if port else ''}"
+
+
+def _canonical_host(run: _Run, host: str) -> str:
+    """``host`` canonicalised (:func:`canonical_host`), each change noted; dropped when
+    it is no host name."""
+    canonical, changes = canonical_host(host)
+    for rule, reason in changes:
+        run.changed(rule, reason)
+    if canonical is None:
         raise run.drop("domain-invalid", f"domain is no host name ({_RFC} §5.1.2, §5.7 step 8)")
-    return host
+    return canonical
 
 
 def _domain(run: _Run) -> str:
@@ -310,13 +349,14 @@ def _partition(run: _Run, secure: bool) -> tuple[dict[str, Any] | None, bool]:
         run.changed("partition-key-form", "partition key read from an object")
     else:
         site = key
-    if not isinstance(site, str) or not _is_site(site):
+    origin = canonical_origin(site) if isinstance(site, str) else None
+    if origin is None:
         raise run.drop(
             "partition-key-invalid",
             "the partition key names no site: carried unpartitioned the cookie would be "
             "sent where it never was (CHIPS)",
         )
-    normal = site_of(site)
+    normal = site_of(origin)
     if normal != site:
         run.changed(
             "partition-key-site", "partition key reduced to its schemeful site (HTML §Sites)"
@@ -331,15 +371,6 @@ def _partition(run: _Run, secure: bool) -> tuple[dict[str, Any] | None, bool]:
         "topLevelSite": normal,
         "hasCrossSiteAncestor": True if cross is None else cross,
     }, secure
-
-
-def _is_site(value: str) -> bool:
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 - raises on a bad port
-    except ValueError:
-        return False
-    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def _prefixes(run: _Run, cookie: Cookie) -> Cookie:

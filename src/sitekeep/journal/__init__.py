@@ -93,13 +93,16 @@ class Journal:
         key: JournalKey,
         leaf: str | None = None,
         progress: Callable[[str, int], None] | None = None,
+        *,
+        duplicates: bool = False,
     ) -> Replayed:
-        """:meth:`replay`, blocking (for the CLI and worker threads)."""
+        """:meth:`replay`, blocking (for the CLI and worker threads); with
+        ``duplicates``, repeated record ids are problems too (``replay.replay``)."""
         source = self.backend.source(key)
         if source is None:
             return _replay(_Empty(), self.rules, leaf=leaf)
         try:
-            return _replay(source, self.rules, leaf=leaf, progress=progress)
+            return _replay(source, self.rules, leaf=leaf, progress=progress, duplicates=duplicates)
         finally:
             source.close()
 

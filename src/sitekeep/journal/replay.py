@@ -14,8 +14,14 @@ Three passes at most, each a stream over the source, none holding more than one 
 3. **Fold the branch**: a forward scan that decodes only the stacked positions.
 
 Then only the winning snapshot body — the ref map the final state names — is read, by
-its position. Memory: one read chunk plus one record of at most the cap, a small state,
-and the branch stack's bound, whatever the journal's size.
+its position. Asked to (``sitekeep journal check``), replay also finds record ids that
+occur more than once (a line copied by hand, a restore spliced in): pass 1 keeps a 64-bit
+hash of each id (:class:`_IdHashes`, sorted runs spilled to a temp file past a bound),
+and only when two hashes are equal does one more scan compare the ids themselves.
+
+Memory: one read chunk plus one record of at most the cap, a small state, and the bounds
+of the branch stack and of the id hashes (one chunk per spilled run when merging),
+whatever the journal's size.
 
 Replay takes a :class:`~sitekeep.journal.base.RecordSource` and is synchronous: callers
 in async code run it in a worker thread (``Journal.replay``).
@@ -23,13 +29,15 @@ in async code run it in a worker thread (``Journal.replay``).
 
 from __future__ import annotations
 
+import heapq
 import os
 import tempfile
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, Final, Literal
+from itertools import groupby, islice
+from typing import IO, Final, Literal, Self
 
 import msgspec
 from msgspec.structs import replace
@@ -58,7 +66,12 @@ CHECKPOINTS: Final = 16
 """Pass 1 keeps the fold's state every ``CHECKPOINT_EVERY`` records, the last
 ``CHECKPOINTS`` of them (a state is small: a history of at most ``cap`` entries)."""
 
-ProblemKind = Literal["corrupt", "oversize", "missing_parent", "unknown_leaf", "unknown_snapshot"]
+REPEATED_SHOWN: Final = 100
+"""Repeated record ids reported one by one; past them, one problem counts the rest."""
+
+ProblemKind = Literal[
+    "corrupt", "oversize", "missing_parent", "unknown_leaf", "unknown_snapshot", "duplicate_id"
+]
 PhaseProgress = Callable[[str, int], None]
 """Called with a pass's name (``validate``, ``branch``) and the bytes it just read."""
 
@@ -109,14 +122,24 @@ def replay(
     *,
     leaf: str | None = None,
     progress: PhaseProgress | None = None,
+    duplicates: bool = False,
 ) -> Replayed:
     """Rebuild the state of the branch ending at ``leaf`` (the last valid record when
-    None). Never raises for what it reads: every fault is a :class:`Problem`."""
-    first = _FirstPass(rules, leaf)
-    validate = (lambda n: progress("validate", n)) if progress else None
-    for item in source.scan(validate):
-        first.take(item)
-    problems = first.problems
+    None). Never raises for what it reads: every fault is a :class:`Problem`.
+
+    Args:
+        duplicates: also report each record id that occurs more than once
+            (``duplicate_id``, on the later line), at the cost of a hash per record and,
+            when two hashes meet, one more scan.
+    """
+    with _IdHashes() as ids:
+        first = _FirstPass(rules, leaf, ids if duplicates else None)
+        validate = (lambda n: progress("validate", n)) if progress else None
+        for item in source.scan(validate):
+            first.take(item)
+        problems = first.problems
+        if duplicates:
+            problems.extend(_repeated(source, ids))
     if first.leaf is None:
         if leaf is not None:
             problems.append(Problem("unknown_leaf", f"no valid record {leaf} in the journal"))
@@ -174,8 +197,8 @@ class _FirstPass:
     """Pass 1: validate everything, fold while the journal has not forked, and keep a
     few checkpoints of that fold so a fork near the end replays only its tail."""
 
-    def __init__(self, rules: Rules, leaf: str | None) -> None:
-        self.rules, self.wanted = rules, leaf
+    def __init__(self, rules: Rules, leaf: str | None, ids: _IdHashes | None = None) -> None:
+        self.rules, self.wanted, self.ids = rules, leaf, ids
         self.now = _Checkpoint(rules)
         self.checkpoints: deque[_Checkpoint] = deque(maxlen=CHECKPOINTS)
         self.problems: list[Problem] = []
@@ -202,6 +225,8 @@ class _FirstPass:
             self.problems.append(Problem("corrupt", str(exc), item.number, item.position))
             return
         self.records += 1
+        if self.ids is not None:
+            self.ids.add(record.id)
         if self.folding:
             if record.parent != self.previous:
                 self.linear = self.folding = False
@@ -215,6 +240,35 @@ class _FirstPass:
                 self.leaf = (record.id, record.parent, item.position)
             if self.wanted is not None:
                 self.folding = False  # the selected leaf is reached: the rest is read only
+
+
+def _repeated(source: RecordSource, ids: _IdHashes) -> list[Problem]:
+    """A ``duplicate_id`` problem for each later occurrence of a record id (up to
+    :data:`REPEATED_SHOWN` ids), found by comparing the ids whose hashes repeat."""
+    suspects, more = ids.repeated(REPEATED_SHOWN)
+    if not suspects:
+        return []
+    first: dict[str, int] = {}
+    problems: list[Problem] = []
+    for item in source.scan():
+        if type(item) is not Line:
+            continue
+        try:
+            link = LINK.decode(item.data)
+            if hash(link.id) not in suspects:
+                continue
+            decode(item.data, ENVELOPE)  # a line pass 1 refused is no record
+        except (RecordError, msgspec.MsgspecError):
+            continue
+        if link.id in first:
+            message = f"record id {link.id} was used before, at line {first[link.id]}"
+            problems.append(Problem("duplicate_id", message, item.number, item.position))
+        else:
+            first[link.id] = item.number
+    if more:
+        message = f"{more} more record ids occur more than once (not listed)"
+        problems.append(Problem("duplicate_id", message))
+    return problems
 
 
 def _fold_branch(
@@ -335,31 +389,44 @@ def _load_refs(
     return RefMap(record.number, record.generation, record.shared_ids)
 
 
-class _PositionStack:
-    """Integers pushed (in decreasing order), iterated last pushed first. Past
-    :data:`STACK_IN_MEMORY` entries, full blocks spill to an unnamed temporary file."""
+class _Spilled:
+    """Integers in memory up to :data:`STACK_IN_MEMORY`, then in blocks written to an
+    unnamed temporary file (closed on exit)."""
 
     def __init__(self, limit: int | None = None) -> None:
         self._limit = limit or STACK_IN_MEMORY
         self._memory = array("q")
         self._spill: IO[bytes] | None = None
-        self._blocks = 0
 
-    def __enter__(self) -> _PositionStack:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *_: object) -> None:
         if self._spill is not None:
             self._spill.close()
 
+    def _write(self, block: array[int]) -> tuple[IO[bytes], int]:
+        """Append ``block`` to the file; the file and the block's byte offset."""
+        if self._spill is None:
+            self._spill = tempfile.TemporaryFile()  # noqa: SIM115 - closed by __exit__
+        offset = self._spill.seek(0, os.SEEK_END)
+        block.tofile(self._spill)
+        self._memory = array("q")
+        return self._spill, offset
+
+
+class _PositionStack(_Spilled):
+    """Integers pushed (in decreasing order), iterated last pushed first. Past
+    :data:`STACK_IN_MEMORY` entries, full blocks spill to an unnamed temporary file."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        super().__init__(limit)
+        self._blocks = 0
+
     def push(self, value: int) -> None:
         self._memory.append(value)
         if len(self._memory) >= self._limit:
-            if self._spill is None:
-                self._spill = tempfile.TemporaryFile()  # noqa: SIM115 - closed by __exit__
-            self._spill.seek(0, os.SEEK_END)
-            self._memory.tofile(self._spill)
-            self._memory = array("q")
+            self._write(self._memory)
             self._blocks += 1
 
     def __iter__(self) -> Iterator[int]:
@@ -370,3 +437,47 @@ class _PositionStack:
             self._spill.seek(block * self._limit * values.itemsize)
             values.fromfile(self._spill, self._limit)
             yield from reversed(values)
+
+
+class _IdHashes(_Spilled):
+    """64-bit hashes of record ids (Python's ``hash``: one process, one seed), to find
+    the repeated ones in bounded memory: past the bound each block is sorted and spilled
+    (:class:`_Spilled`), and the sorted runs are merged when asked. Equal hashes are only
+    suspects: two ids may share one."""
+
+    _CHUNK: Final = 4096
+
+    def __init__(self, limit: int | None = None) -> None:
+        super().__init__(limit)
+        self._runs: list[tuple[int, int]] = []  # (byte offset, count) of each sorted run
+
+    def add(self, record_id: str) -> None:
+        self._memory.append(hash(record_id))
+        if len(self._memory) >= self._limit:
+            count = len(self._memory)
+            _, offset = self._write(array("q", sorted(self._memory)))
+            self._runs.append((offset, count))
+
+    def repeated(self, most: int) -> tuple[set[int], int]:
+        """Up to ``most`` hashes that occur more than once, and how many more do."""
+        runs = [iter(sorted(self._memory)), *(self._run(*run) for run in self._runs)]
+        found: set[int] = set()
+        more = 0
+        for value, equal in groupby(heapq.merge(*runs)):
+            if len(list(islice(equal, 2))) < 2:
+                continue
+            if len(found) < most:
+                found.add(value)
+            else:
+                more += 1
+        return found, more
+
+    def _run(self, offset: int, count: int) -> Iterator[int]:
+        assert self._spill is not None
+        done = 0
+        while done < count:
+            values = array("q")
+            self._spill.seek(offset + done * values.itemsize)
+            values.fromfile(self._spill, min(self._CHUNK, count - done))
+            done += len(values)
+            yield from values
