@@ -119,6 +119,22 @@ class SessionSpec:
     """The W3C ``proxy`` capability (``browser.proxy``): never holds credentials."""
 
 
+CHROMIUM_PAGE_LOAD_STRATEGY = "none"
+"""The W3C ``pageLoadStrategy`` of every Chromium session (W3C WebDriver §Capabilities).
+
+Not ``normal``: with it, chromedriver answers each ``Page.loadEventFired`` by asking the
+page for ``document.readyState`` on the thread that also forwards every BiDi command. A
+page that navigates at once after its load (a meta refresh, ``location =``) to an address
+the guard refuses (``browser.guard``) then deadlocked the browser: Chromium holds a DevTools
+question to a frame while that frame's navigation is pending, the navigation was paused by
+the guard's intercept, and the guard's ``network.failRequest`` that ends it waited behind
+chromedriver's question — up to the 300 s page-load timeout, every BiDi command of the
+browser with it (issue #24: 4 tries of 5). sitekeep waits for loads over BiDi
+(``browsingContext.navigate`` with ``wait: complete``); with ``none`` chromedriver asks
+the page nothing. A tool driving the browser over WebDriver classic
+(``GET /v1/sessions/{key}/webdriver``) sees ``POST …/url`` return once the load starts."""
+
+
 def _chromium_options(spec: SessionSpec) -> Any:
     from selenium.webdriver.chrome.options import Options
 
@@ -130,6 +146,7 @@ def _chromium_options(spec: SessionSpec) -> Any:
         args.append("--no-sandbox")  # Chromium refuses to start as root with its sandbox
     for arg in (*args, *spec.args):
         options.add_argument(arg)
+    options.page_load_strategy = CHROMIUM_PAGE_LOAD_STRATEGY
     options.set_capability("webSocketUrl", True)
     options.accept_insecure_certs = spec.insecure
     if spec.proxy:
