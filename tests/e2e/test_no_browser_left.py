@@ -151,3 +151,28 @@ async def test_the_browsers_of_a_killed_driver_are_found_and_ended(
         assert reaped == {"crashed": 1}
         assert await counted(api) == ([], 0)
     assert (await api.go("k", home))["title"]  # a new browser
+
+
+@pytest.mark.parametrize("browser", ["chromium"])
+async def test_a_new_chromedriver_never_leaves_the_dead_ones_browsers_running(
+    make_api: ApiFactory, settings: Settings, sites: Sites, killed: list[int]
+) -> None:
+    """Issue #24: killing chromedriver 14 times left 17 Chromiums running — each new
+    driver was started beside the dead one's browsers and forgot them. Killed three
+    times here, each next open starts a new driver that first ends what the dead one
+    left; the reaper then closes the runs of the lost browsers, and the ledger and the
+    metric count the one browser that runs."""
+    api: Api = await make_api(**own_drivers(settings))
+    home = sites.url("app.example.test")
+    for round_ in range(3):
+        await api.open(key=f"k{round_}", url=home)
+        killed.append(the_driver(api))
+        os.kill(killed[-1], signal.SIGKILL)
+        await until_gone(killed[-1])
+    await api.open(key="last", url=home)
+    left = {d: browser_processes(d) for d in killed if browser_processes(d)}
+    assert left == {}, f"browsers of dead drivers still run: {left}"
+    assert await api.service.reap() == {"crashed": 3}
+    runs, browsers = await counted(api)
+    assert [run["session"] for run in runs] == ["last"]  # type: ignore[index]
+    assert browsers == 1

@@ -166,3 +166,4 @@ async def test_stop_ends_the_browsers_of_drivers_that_were_killed(
                 os.killpg(driver, signal.SIGKILL)
     assert left == {}, f"processes of killed drivers still run: {left}"
     assert "ended 2 session browser(s)" in result.stdout
+    assert await api.service.stores.runs.open_runs() == []  # the ledger counts none

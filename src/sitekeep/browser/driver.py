@@ -261,13 +261,16 @@ def start_session(
     return StartedSession(ref, pid, Path(profile))
 
 
-async def delete_session(endpoint: str, session_id: str, *, timeout: float = 10.0) -> None:
-    """End a WebDriver session (W3C WebDriver §Delete Session); a gone one is fine."""
+async def delete_session(endpoint: str, session_id: str, *, timeout: float = 10.0) -> bool:
+    """End a WebDriver session (W3C WebDriver §Delete Session); a gone one is fine.
+    Whether the server answered (False: unreachable, or silent for ``timeout`` s)."""
     try:
         async with httpx.AsyncClient(timeout=timeout) as client:
             await client.delete(f"{endpoint.rstrip('/')}/session/{session_id}")
     except httpx.HTTPError as exc:
         log.info("ending WebDriver session failed: %s", type(exc).__name__)
+        return False
+    return True
 
 
 async def session_alive(endpoint: str, session_id: str, *, timeout: float = 5.0) -> bool:
@@ -673,7 +676,7 @@ class LocalChromedriver:
         note = {"pid": started.pid, "profile": str(started.profile)}
         write_private(self._browsers / f"{ident}.json", json.dumps(note))
 
-    def end_browser(self, session_id: str, *, grace: float = 2.0) -> bool:
+    def end_browser(self, session_id: str, *, grace: float = 0.0) -> bool:
         """End the browser of ``session_id`` that this driver started, if it still runs
         ``grace`` seconds after its driver was asked to end it (Delete Session timed out
         on a driver that does not answer, or answered while the browser lingers, or the

@@ -68,6 +68,10 @@ _TRACKED = (
 )
 """What the leave tracker listens to, for the life of the socket."""
 
+END_GRACE = 2.0
+"""Seconds a Chromium may take to exit after chromedriver answered Delete Session before
+it is ended with its process tree (``LocalChromedriver.end_browser``)."""
+
 
 class BrowserManager:
     """Browsers on the configured endpoint: ``SITEKEEP_WEBDRIVER_URL`` or the embedded
@@ -371,9 +375,13 @@ class BrowserManager:
         Session first — that waited ~0.6 s for Firefox to quit cleanly into a profile copy
         that is removed next (0.07 s without it); any other browser through Delete Session."""
         if not await self._end_driver(endpoint, session_id):
-            await delete_session(endpoint, session_id)
+            answered = await delete_session(endpoint, session_id)
             if self._local is not None:  # what chromedriver failed to end or to remove
-                await anyio.to_thread.run_sync(self._local.end_browser, session_id)
+                # A browser lingering after its driver answered gets a moment to exit.
+                grace = END_GRACE if answered else 0.0
+                await anyio.to_thread.run_sync(
+                    functools.partial(self._local.end_browser, session_id, grace=grace)
+                )
                 await anyio.to_thread.run_sync(self._local.sweep_profiles)
 
     async def _end_driver(self, endpoint: str, session_id: str | None = None) -> bool:
