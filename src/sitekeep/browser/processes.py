@@ -71,18 +71,21 @@ class Proc:
 def running() -> dict[int, Proc]:
     """Every process of the machine now, by pid, less zombies and those gone meanwhile
     (an empty map where there is no Linux ``/proc``)."""
-    found: dict[int, Proc] = {}
-    for entry in _PROC.iterdir() if _PROC.is_dir() else ():
-        fields = stat_fields(entry) if entry.name.isdigit() else None
-        if not fields or len(fields) < 3 or fields[0] == "Z":
-            continue
-        try:
-            raw = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        argv = tuple(a.decode(errors="replace") for a in raw.split(b"\0") if a)
-        found[int(entry.name)] = Proc(int(entry.name), int(fields[1]), int(fields[2]), argv)
-    return found
+    found = (_read(entry) for entry in _PROC.iterdir() if entry.name.isdigit())
+    return {proc.pid: proc for proc in found if proc is not None}
+
+
+def _read(entry: Path) -> Proc | None:
+    """The process of ``/proc/<pid>``, or None: gone, a zombie, no Linux ``/proc``."""
+    fields = stat_fields(entry)
+    if not fields or len(fields) < 3 or fields[0] == "Z":
+        return None
+    try:
+        raw = (entry / "cmdline").read_bytes()
+    except OSError:
+        return None
+    argv = tuple(a.decode(errors="replace") for a in raw.split(b"\0") if a)
+    return Proc(int(entry.name), int(fields[1]), int(fields[2]), argv)
 
 
 def names(proc: Proc, folders: Iterable[Path]) -> bool:
@@ -125,12 +128,7 @@ def end_tree(pid: int, folder: Path, *, grace: float = 0.0) -> bool:
     be ended (False: it was gone, or is not that browser).
 
     Blocking (up to ``grace`` + :data:`GONE_WAIT` s): run it in a worker thread."""
-    deadline = time.monotonic() + grace
-    while _is(pid, folder):
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(0.05)
-    else:
+    if not _outlives(pid, folder, grace):
         return False
     _signal(pid, signal.SIGSTOP)
     procs = running()
@@ -152,7 +150,7 @@ def end_leftovers(pgid: int, folders: Sequence[Path]) -> int:
     if not members:
         return 0
     if not any(names(p, folders) for p in members):
-        log.warning("a process group outlived its driver but names none of its folders: left")
+        log.info("a process group outlived its driver but names none of its folders: left")
         return 0
     log.warning("ending %d processes a dead WebDriver server left running", len(members))
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -161,16 +159,15 @@ def end_leftovers(pgid: int, folders: Sequence[Path]) -> int:
     return len(members)
 
 
-def _is(pid: int, folder: Path) -> bool:
-    """Whether ``pid`` runs (not a zombie) with ``folder`` on its command line."""
-    if zombie(pid):
-        return False
-    try:
-        raw = (_PROC / str(pid) / "cmdline").read_bytes()
-    except OSError:
-        return False
-    argv = tuple(a.decode(errors="replace") for a in raw.split(b"\0") if a)
-    return names(Proc(pid, 0, 0, argv), [folder])
+def _outlives(pid: int, folder: Path, grace: float) -> bool:
+    """Whether ``pid`` still runs with ``folder`` on its command line ``grace`` seconds
+    from now (False at once when it does not now)."""
+    deadline = time.monotonic() + grace
+    while (proc := _read(_PROC / str(pid))) is not None and names(proc, [folder]):
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:
