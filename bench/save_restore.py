@@ -622,7 +622,7 @@ class Tracer:
         ]
         steps_sync: list[tuple[Any, str, str]] = [
             (sitedata, "compose", "service: compose snapshot"),
-            (manager_mod, "create_session", "browser start:   WebDriver new session"),
+            (manager_mod, "start_session", "browser start:   WebDriver new session"),
         ]
         saved: list[tuple[Any, str, Any]] = []
         try:

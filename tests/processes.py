@@ -7,11 +7,12 @@ engine), are counted, so their browsers never enter a count here.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from sitekeep.config import Settings
 
-__all__ = ["browser_pids", "local_chromium", "main_browsers"]
+__all__ = ["browser_pids", "driver_pids", "group", "local_chromium", "main_browsers"]
 
 
 def _argv(proc: Path) -> list[bytes]:
@@ -89,3 +90,28 @@ def main_browsers(pids: list[int]) -> set[int]:
         if not any(a.startswith(b"--type=") or a == b"-contentproc" for a in argv):
             found.add(pid)
     return found
+
+
+def group(pgid: int) -> set[int]:
+    """The running processes of process group ``pgid`` (zombies left out): a driver of
+    this run's own data dir and the browsers, helpers and renderers it started."""
+    found = set()
+    for proc in Path("/proc").iterdir():
+        try:
+            fields = (proc / "stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and fields[2] == str(pgid):
+            found.add(int(proc.name))
+    return found
+
+
+def driver_pids(data_dir: Path) -> list[int]:
+    """The pids (each its process group's id) of the drivers sitekeep started for the
+    data dir: its chromedriver, every geckodriver and mapper engine's Node process, from
+    their state files."""
+    states = [data_dir / "chromedriver.json"]
+    states += [
+        s for folder in ("geckodriver", "mapper") for s in (data_dir / folder).glob("*.json")
+    ]
+    return [json.loads(s.read_text(encoding="utf-8"))["pid"] for s in states if s.exists()]

@@ -1292,12 +1292,15 @@ class Service:
     async def reap(self) -> dict[str, int]:
         """One pass of the reaper (SPEC §13) over every open run of every replica: a run
         whose session expired, that no session owns any more (a replica died opening it),
-        or whose browser idled past ``browser_idle`` is ended — browser first, then the
-        row. A session in use (its lock held) is left alone.
+        whose browser idled past ``browser_idle`` or is gone (``crashed``: its driver
+        died) is ended — browser first, then the row. A session in use (its lock held) is
+        left alone. First, the browsers this data dir's dead drivers left running are
+        ended (``BrowserManager.end_orphans``).
 
         Returns:
             How many runs were closed, by reason.
         """
+        await self.browsers.end_orphans()  # before the runs: theirs are then gone
         counts: dict[str, int] = {}
         for run in await self.stores.runs.open_runs():
             try:
@@ -1345,9 +1348,19 @@ class Service:
             if reaped:
                 log.info("reaper: %s", ", ".join(f"{n} {why}" for why, n in sorted(reaped.items())))
 
+    async def _gone(self, run: Run) -> bool:
+        """Whether ``run``'s browser is known to be gone (``BrowserManager.gone``): a
+        driver that died takes its browsers with it, so its runs count none."""
+        if not run.endpoint or not run.webdriver_session:
+            return False
+        here = _host(run.replica) == _host(self.replica)
+        return await self.browsers.gone(run.endpoint, run.webdriver_session, here=here)
+
     async def _reap_run(self, run: Run) -> ClosedReason | None:
         record = await self._load(run.tenant, run.session)
         reason = reaping.verdict(run, record, now=self._clock(), idle=self.settings.browser_idle)
+        if reason is None and await self._gone(run):
+            reason = "crashed"
         if reason is None:
             return None
         if run.endpoint and run.webdriver_session:
@@ -1357,6 +1370,11 @@ class Service:
             await self._put(replace(record, browser=None))
         await self.seam.ledger(self.stores.runs.close_run(run.id, at=self._clock(), reason=reason))
         return reason
+
+
+def _host(replica: str) -> str:
+    """The machine of a replica name (``host:pid``)."""
+    return replica.rsplit(":", 1)[0]
 
 
 def _utf8(data: bytes) -> str:

@@ -26,8 +26,8 @@ import pytest
 import websockets
 
 from processes import browser_pids
-from sitekeep.browser.driver import _group_running
 from sitekeep.browser.mapper import LocalMapper
+from sitekeep.browser.processes import group_running
 from sitekeep.config import Settings
 from sitekeep.model import BrowserRef
 from support import Api
@@ -155,7 +155,7 @@ async def test_a_killed_mapper_takes_its_chromium_and_the_next_call_its_profile(
     (chromium,) = browser_pids(ref.endpoint, "node")
     os.kill(pid, signal.SIGKILL)
     with anyio.fail_after(10):
-        while _group_running(pid) or _alive(chromium):
+        while group_running(pid) or _alive(chromium):
             await anyio.sleep(0.05)
     assert (await api.go("k", "about:blank")) is not None
     assert (await api.browser("k")).ref.endpoint != ref.endpoint
@@ -181,7 +181,7 @@ async def test_a_process_that_takes_a_dead_mappers_port_is_sent_nothing(
     pid = int(json.loads(_state(settings.data_dir / "mapper", ref).read_text("utf-8"))["pid"])
     os.kill(pid, signal.SIGKILL)
     with anyio.fail_after(10):
-        while _group_running(pid):
+        while group_running(pid):
             await anyio.sleep(0.05)
     with _squatter(int(ref.endpoint.rsplit(":", 1)[1])) as heard:
         assert (await api.go("k", "about:blank")) is not None

@@ -23,7 +23,7 @@ import pytest
 from fixtures.sites import Sites
 from processes import browser_pids
 from sitekeep.browser.bidi import BidiConnection
-from sitekeep.browser.driver import _group_running
+from sitekeep.browser.processes import group_running
 from sitekeep.config import Settings
 from support import Api, ApiFactory
 
@@ -80,10 +80,10 @@ async def test_a_closed_browser_leaves_no_process_and_no_profile(
     state = settings.data_dir / "mapper" / f"{endpoint.rsplit(':', 1)[1]}.json"
     recorded = json.loads(state.read_text(encoding="utf-8"))
     pid, profile = int(recorded["pid"]), Path(recorded["profile"])
-    assert _group_running(pid) and profile.is_dir()
+    assert group_running(pid) and profile.is_dir()
     assert f"--user-data-dir={profile}".encode() in _group_cmdlines(pid)
     await api.close("k")
-    assert not _group_running(pid), "the mapper or its Chromium outlived the session"
+    assert not group_running(pid), "the mapper or its Chromium outlived the session"
     assert not profile.exists() and not state.exists()
 
 

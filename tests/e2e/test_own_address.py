@@ -11,7 +11,9 @@ refused as ``own_address`` (403).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import socket
+import time
 from collections.abc import AsyncIterator
 from urllib.parse import quote, urlsplit
 
@@ -22,6 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from conftest import on_mapper
 from fixtures.sites import Sites
 from sitekeep.config import Settings
+from sitekeep.model import BrowserRef
 from support import Api, ApiFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -38,6 +41,11 @@ class Recorder:
         if scope["type"] == "http":
             self.paths.append(scope["path"])
         await self.app(scope, receive, send)
+
+
+EVERY_WAY_TO_RUN = pytest.mark.parametrize(
+    ("browser", "via"), [("chromium", "local"), ("firefox", "local"), ("chromium", "grid")]
+)
 
 
 def free_port() -> int:
@@ -66,9 +74,7 @@ async def served(make_api: ApiFactory) -> AsyncIterator[tuple[Api, Recorder, int
     await task
 
 
-@pytest.mark.parametrize(
-    ("browser", "via"), [("chromium", "local"), ("firefox", "local"), ("chromium", "grid")]
-)
+@EVERY_WAY_TO_RUN
 async def test_no_request_of_the_browser_reaches_the_server_in_any_spelling(
     served: tuple[Api, Recorder, int], sites: Sites
 ) -> None:
@@ -145,3 +151,59 @@ async def assert_port_refused(api: Api, sites: Sites, port: int | str, *paths: s
     reply = await api.http.post("/v1/sessions/k/navigate", json={"url": hop})
     assert reply.status_code == 403, reply.text
     assert reply.json()["error"]["type"] == "own_address"
+
+
+ANSWER_WITHIN = 2.0
+"""Seconds a call may take once a page's refused navigation was failed: about 0.1 s here,
+with room for a loaded machine; a wedged browser answered nothing until each command's
+BiDi timeout (5 s here)."""
+
+WAYS = {
+    "meta refresh": lambda target: (
+        "/__fixture/html?body=" + quote(f'<meta http-equiv="refresh" content="0;url={target}">')
+    ),
+    "302": lambda target: "/__fixture/redirect?to=" + quote(target),
+    "script": lambda target: "/__fixture/later?ms=0&to=" + quote(target),
+    "frame": lambda target: "/__fixture/frame?src=" + quote(target),
+}
+"""How a page on an allowed host sends the browser to ``target``."""
+
+
+def refused_ports(ref: BrowserRef, own: int) -> dict[str, int]:
+    """Every address the browser of ``ref`` must never reach, by what listens there: the
+    server, its driver, the BiDi socket (Firefox's own) and Chromium's DevTools port."""
+    found = {"sitekeep": own, "driver": urlsplit(ref.endpoint).port or 80}
+    found["bidi"] = urlsplit(ref.ws_url).port or 80
+    if ref.debugger:
+        found["devtools"] = int(ref.debugger.rsplit(":", 1)[1])
+    return found
+
+
+@EVERY_WAY_TO_RUN
+async def test_a_refused_navigation_of_any_kind_leaves_the_browser_answering(
+    served: tuple[Api, Recorder, int], sites: Sites
+) -> None:
+    """Issue #24: a page whose meta refresh led to sitekeep's own port wedged Chromium in
+    4 tries of 5 — chromedriver's classic page-load wait asked the old document for its
+    readyState while Chromium held that question until the navigation ended, and the
+    navigation waited for the guard's ``network.failRequest``, queued behind the same
+    chromedriver thread. Every refused address, reached every way, is failed and the
+    next calls answer at once."""
+    api, recorder, port = served
+    home = sites.url("app.example.test")
+    await api.open(key="k", url=home)
+    ports = refused_ports((await api.browser("k")).ref, port)
+    for (what, target_port), (way, path) in itertools.product(ports.items(), WAYS.items()):
+        page = sites.url("app.example.test", path(f"http://127.0.0.1:{target_port}/x"))
+        began = time.monotonic()
+        reply = await api.http.post("/v1/sessions/k/navigate", json={"url": page})
+        took = time.monotonic() - began
+        assert reply.status_code in (200, 403), f"{way} to {what}: {reply.text}"
+        for call, body in (("navigate", {"url": home}), ("snapshot", {})):
+            began = time.monotonic()
+            answer = await api.http.post(f"/v1/sessions/k/{call}", json=body)
+            late = time.monotonic() - began
+            assert answer.status_code == 200, f"{call} after {way} to {what}: {answer.text}"
+            assert late < ANSWER_WITHIN, f"{call} after {way} to {what} took {late:.1f} s"
+        assert took < ANSWER_WITHIN * 3, f"{way} to {what} answered after {took:.1f} s"
+    assert recorder.paths == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ import pytest
 
 from conftest import on_mapper
 from fixtures.sites import Sites
+from processes import driver_pids, group
 from sitekeep.browser.driver import session_alive
 from sitekeep.errors import BrowserUnavailable
 from support import WHO, Api, ApiFactory
@@ -43,16 +45,39 @@ def driver_tmps(data_dir: Path) -> list[Path]:
     return [Path(state["tmp"]) for state in (chromium_state(data_dir), *states)]
 
 
+async def open_one_of_each(make_api: ApiFactory, sites: Sites, store: str, **more: str) -> Api:
+    """An app on its own drivers with a Chromium session ``c`` and a Firefox one ``f``,
+    its server gone (``aclose``) and its browsers left running."""
+    api: Api = await make_api(
+        webdriver_url=None, session_store=store, firefox_prefs=FIREFOX_PREFS, **more
+    )
+    await api.open(key="c", url=sites.url("app.example.test"))
+    await api.open(key="f", browser="firefox", url=sites.url("app.example.test"))
+    await api.service.browsers.aclose()  # the server goes; its browsers stay
+    return api
+
+
+def sitekeep_stop(api: Api, store: str) -> subprocess.CompletedProcess[str]:
+    """``sitekeep stop`` on the app's data dir, as an operator runs it."""
+    settings = api.service.settings
+    env = {**os.environ, "SITEKEEP_DATA_DIR": str(settings.data_dir)}
+    env["SITEKEEP_CACHE_DIR"] = str(settings.cache_dir)
+    env["SITEKEEP_SESSION_STORE"] = store
+    env.pop("SITEKEEP_WEBDRIVER_URL", None)
+    result = subprocess.run(
+        [SITEKEEP, "stop"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return result
+
+
 @pytest.mark.parametrize("browser", ["chromium"])  # the test opens one of each itself
 async def test_stop_ends_each_browser_and_leaves_no_profile_behind(
     make_api: ApiFactory, sites: Sites, tmp_path: Path
 ) -> None:
     store = f"sqlite:///{tmp_path / 'sessions.db'}"
-    api: Api = await make_api(webdriver_url=None, session_store=store, firefox_prefs=FIREFOX_PREFS)
-    await api.open(key="c", url=sites.url("app.example.test"))
-    await api.open(key="f", browser="firefox", url=sites.url("app.example.test"))
+    api = await open_one_of_each(make_api, sites, store)
     refs = [(await api.browser(k)).ref for k in ("c", "f")]
-    await api.service.browsers.aclose()  # the server goes; its browsers stay
 
     settings = api.service.settings
     tmps = driver_tmps(settings.data_dir)
@@ -62,14 +87,7 @@ async def test_stop_ends_each_browser_and_leaves_no_profile_behind(
         [Path(given)] if given else list(tmps[0].glob("org.chromium.Chromium.scoped_dir.*"))
     )
     assert [p for p in chromium_profiles if (p / "Default").is_dir()], "no Chromium profile"
-    env = {**os.environ, "SITEKEEP_DATA_DIR": str(settings.data_dir)}
-    env["SITEKEEP_CACHE_DIR"] = str(settings.cache_dir)
-    env["SITEKEEP_SESSION_STORE"] = store
-    env.pop("SITEKEEP_WEBDRIVER_URL", None)
-    result = subprocess.run(
-        [SITEKEEP, "stop"], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
+    result = sitekeep_stop(api, store)
     assert "ended 2 session browser(s)" in result.stdout
     for ref in refs:  # each driver is gone with its sessions
         with pytest.raises(BrowserUnavailable):
@@ -123,3 +141,29 @@ async def test_closing_a_browser_removes_profiles_chromedriver_left_and_keeps_li
     assert len(kept) == 1 and (kept[0] / "Default").is_dir()  # b's, in use
     result = await api.go("b", sites.url("app.example.test", "/login"))
     assert result["url"].startswith(sites.url("app.example.test"))  # b still answers
+
+
+@pytest.mark.parametrize("browser", ["chromium"])  # the test opens one of each itself
+async def test_stop_ends_the_browsers_of_drivers_that_were_killed(
+    make_api: ApiFactory, sites: Sites, tmp_path: Path
+) -> None:
+    """Issue #24: killing chromedriver 14 times left 17 Chromiums running after
+    ``sitekeep stop`` — a dead driver's browsers run on in its process group, and stop
+    only signalled drivers that still ran. Each driver here is killed with SIGKILL;
+    stop ends what they left and no process of their groups remains."""
+    store = f"sqlite:///{tmp_path / 'sessions.db'}"
+    api = await open_one_of_each(make_api, sites, store, chromium_bidi="chromedriver")
+    drivers = driver_pids(api.service.settings.data_dir)
+    assert len(drivers) == 2 and all(group(d) - {d} for d in drivers), drivers
+    try:
+        for driver in drivers:
+            os.kill(driver, signal.SIGKILL)
+        result = sitekeep_stop(api, store)
+        left = {d: group(d) for d in drivers if group(d)}
+    finally:  # what a failing run left: processes this test started
+        for driver in drivers:
+            if group(driver):
+                os.killpg(driver, signal.SIGKILL)
+    assert left == {}, f"processes of killed drivers still run: {left}"
+    assert "ended 2 session browser(s)" in result.stdout
+    assert await api.service.stores.runs.open_runs() == []  # the ledger counts none

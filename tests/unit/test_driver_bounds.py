@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from sitekeep.browser import driver
+from sitekeep.browser import driver, processes
 from sitekeep.browser.driver import SessionSpec, create_session
 from sitekeep.errors import BrowserUnavailable
 
@@ -89,10 +89,10 @@ def _ignores_sigterm() -> int:
 def test_a_driver_that_ignores_sigterm_is_killed_after_the_grace() -> None:
     pid = _ignores_sigterm()
     try:
-        assert _returns(lambda: driver._end_group(pid, grace=0.3)) is None
-        assert not driver._alive(pid)  # killed and reaped
+        assert _returns(lambda: processes.end_group(pid, grace=0.3)) is None
+        assert not processes.alive(pid)  # killed and reaped
     finally:
-        if driver._alive(pid):
+        if processes.alive(pid):
             os.killpg(pid, 9)
             os.waitpid(pid, 0)
 
@@ -114,12 +114,12 @@ def test_a_geckodriver_too_busy_to_answer_is_still_stopped_with_its_group(
         gecko._write_state(f"http://127.0.0.1:{port}", pid=busy)
         gecko._write_state(f"http://127.0.0.1:{elsewhere}", pid=stranger)  # a reused pid
         assert gecko.stop(f"http://127.0.0.1:{port}")
-        assert not driver._alive(busy)
+        assert not processes.alive(busy)
         assert not gecko.stop_all()  # the pid recorded for another port is not a driver
-        assert driver._alive(stranger)
+        assert processes.alive(stranger)
     finally:
         for pid in (busy, stranger):
-            if driver._alive(pid):
+            if processes.alive(pid):
                 os.killpg(pid, 9)
                 os.waitpid(pid, 0)
 
@@ -135,7 +135,7 @@ def test_a_group_left_with_only_a_zombie_counts_as_gone() -> None:
             != "Z"
         ):
             time.sleep(0.01)
-        assert _returns(lambda: driver._wait_group_gone(pid, 600.0)) is None
+        assert _returns(lambda: processes.wait_group_gone(pid, 600.0)) is None
         assert Path(f"/proc/{pid}").exists()  # still there, a zombie: it was not waited for
     finally:
         os.waitpid(pid, 0)
@@ -161,9 +161,9 @@ def test_ending_a_driver_another_process_started_does_not_wait_on_its_zombie(
         while not (note.exists() and note.read_text()):
             time.sleep(0.01)
         zombie = int(note.read_text())
-        while not driver._zombie(zombie):
+        while not processes.zombie(zombie):
             time.sleep(0.01)
-        assert _returns(lambda: driver._end_group(zombie, grace=600.0)) is None
+        assert _returns(lambda: processes.end_group(zombie, grace=600.0)) is None
     finally:
         os.killpg(parent, 9)
         os.waitpid(parent, 0)
@@ -195,11 +195,11 @@ def test_a_stale_ref_whose_port_went_to_another_browser_never_ends_that_browser(
         assert gecko.profile(url) is None  # not the dead browser's profile
         gecko.record_session(url, "new-session")
         assert not gecko.stop(url, "dead-session")
-        assert driver._alive(new) and not driver._exited(new)
+        assert processes.alive(new) and not processes.exited(new)
         assert gecko.stop(url, "new-session")
-        assert not driver._alive(new) or driver._exited(new)
+        assert not processes.alive(new) or processes.exited(new)
     finally:
-        if driver._alive(new) and not driver._exited(new):
+        if processes.alive(new) and not processes.exited(new):
             os.killpg(new, 9)
             os.waitpid(new, 0)
 

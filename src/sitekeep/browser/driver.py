@@ -15,22 +15,33 @@ import contextlib
 import fcntl
 import hashlib
 import importlib.util
+import ipaddress
 import json
 import logging
 import os
 import random
+import re
 import shutil
 import signal
 import socket
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
+from sitekeep.browser import processes
+from sitekeep.browser.processes import (
+    alive,
+    end_group,
+    exited,
+    group_running,
+    wait_group_gone,
+)
 from sitekeep.errors import BrowserUnavailable
 from sitekeep.model import BrowserKind, BrowserRef
 
@@ -39,13 +50,16 @@ __all__ = [
     "LocalGeckodriver",
     "PerBrowserServers",
     "SessionSpec",
+    "StartedSession",
     "create_session",
     "delete_session",
     "find_geckodriver",
     "session_alive",
     "session_gone",
+    "start_session",
     "stop_all_recorded",
     "stop_recorded",
+    "unreachable",
     "write_private",
 ]
 
@@ -98,9 +112,6 @@ browser that never finished starting (seen once with Firefox: geckodriver and Fi
 idle) held its caller forever. A start takes ~0.6 s (Chromium) to ~5 s (Firefox, first
 profile template) here; a Grid's queue waits 60 s in the tests."""
 
-DRIVER_STOP_GRACE = 10.0
-"""Seconds a driver's process group has to exit after SIGTERM before it is SIGKILLed."""
-
 
 @dataclass(frozen=True, slots=True)
 class SessionSpec:
@@ -119,6 +130,22 @@ class SessionSpec:
     """The W3C ``proxy`` capability (``browser.proxy``): never holds credentials."""
 
 
+CHROMIUM_PAGE_LOAD_STRATEGY = "none"
+"""The W3C ``pageLoadStrategy`` of every Chromium session (W3C WebDriver §Capabilities).
+
+Not ``normal``: with it, chromedriver answers each ``Page.loadEventFired`` by asking the
+page for ``document.readyState`` on the thread that also forwards every BiDi command. A
+page that navigates at once after its load (a meta refresh, ``location =``) to an address
+the guard refuses (``browser.guard``) then deadlocked the browser: Chromium holds a DevTools
+question to a frame while that frame's navigation is pending, the navigation was paused by
+the guard's intercept, and the guard's ``network.failRequest`` that ends it waited behind
+chromedriver's question — up to the 300 s page-load timeout, every BiDi command of the
+browser with it (issue #24: 4 tries of 5). sitekeep waits for loads over BiDi
+(``browsingContext.navigate`` with ``wait: complete``); with ``none`` chromedriver asks
+the page nothing. A tool driving the browser over WebDriver classic
+(``GET /v1/sessions/{key}/webdriver``) sees ``POST …/url`` return once the load starts."""
+
+
 def _chromium_options(spec: SessionSpec) -> Any:
     from selenium.webdriver.chrome.options import Options
 
@@ -130,6 +157,7 @@ def _chromium_options(spec: SessionSpec) -> Any:
         args.append("--no-sandbox")  # Chromium refuses to start as root with its sandbox
     for arg in (*args, *spec.args):
         options.add_argument(arg)
+    options.page_load_strategy = CHROMIUM_PAGE_LOAD_STRATEGY
     options.set_capability("webSocketUrl", True)
     options.accept_insecure_certs = spec.insecure
     if spec.proxy:
@@ -156,6 +184,19 @@ def _firefox_options(spec: SessionSpec) -> Any:
     return options
 
 
+@dataclass(frozen=True, slots=True)
+class StartedSession:
+    """A browser just started: its ref, and where it runs when the driver says so
+    (chromedriver's ``goog:processID`` and ``chrome.userDataDir``) — what ends it when
+    its driver cannot (``LocalChromedriver.end_browser``)."""
+
+    ref: BrowserRef
+    pid: int | None = None
+    """The browser's main process, on the driver's machine."""
+    profile: Path | None = None
+    """The browser's profile folder (``--user-data-dir``), on the driver's machine."""
+
+
 def create_session(
     endpoint: str, spec: SessionSpec, *, timeout: int = NEW_SESSION_TIMEOUT
 ) -> BrowserRef:
@@ -170,6 +211,18 @@ def create_session(
     Raises:
         BrowserUnavailable: the server refused, could not be reached, or did not answer
             within ``timeout``; or it gave no BiDi URL.
+    """
+    return start_session(endpoint, spec, timeout=timeout).ref
+
+
+def start_session(
+    endpoint: str, spec: SessionSpec, *, timeout: int = NEW_SESSION_TIMEOUT
+) -> StartedSession:
+    """:func:`create_session`, with the browser's process and profile when the driver
+    reports them.
+
+    Raises:
+        BrowserUnavailable: as :func:`create_session`.
     """
     from selenium import webdriver
     from selenium.common.exceptions import WebDriverException
@@ -191,7 +244,7 @@ def create_session(
         raise BrowserUnavailable("the WebDriver server gave no BiDi webSocketUrl")
     chrome = driver.caps.get("goog:chromeOptions")
     debugger = chrome.get("debuggerAddress") if isinstance(chrome, dict) else None
-    return BrowserRef(
+    ref = BrowserRef(
         kind=spec.kind,
         endpoint=endpoint,
         session_id=str(driver.session_id),
@@ -200,15 +253,24 @@ def create_session(
         insecure=spec.insecure,
         debugger=debugger if isinstance(debugger, str) else "",
     )
+    pid = driver.caps.get("goog:processID")
+    about = driver.caps.get("chrome")
+    profile = about.get("userDataDir") if isinstance(about, dict) else None
+    if not isinstance(pid, int) or isinstance(pid, bool) or not isinstance(profile, str):
+        return StartedSession(ref)
+    return StartedSession(ref, pid, Path(profile))
 
 
-async def delete_session(endpoint: str, session_id: str, *, timeout: float = 10.0) -> None:
-    """End a WebDriver session (W3C WebDriver §Delete Session); a gone one is fine."""
+async def delete_session(endpoint: str, session_id: str, *, timeout: float = 10.0) -> bool:
+    """End a WebDriver session (W3C WebDriver §Delete Session); a gone one is fine.
+    Whether the server answered (False: unreachable, or silent for ``timeout`` s)."""
     try:
         async with httpx.AsyncClient(timeout=timeout) as client:
             await client.delete(f"{endpoint.rstrip('/')}/session/{session_id}")
     except httpx.HTTPError as exc:
         log.info("ending WebDriver session failed: %s", type(exc).__name__)
+        return False
+    return True
 
 
 async def session_alive(endpoint: str, session_id: str, *, timeout: float = 5.0) -> bool:
@@ -244,6 +306,26 @@ async def session_gone(endpoint: str, session_id: str, *, timeout: float = 2.0) 
         return bool(reply.json()["value"]["error"] == "invalid session id")
     except (ValueError, KeyError, TypeError):
         return False
+
+
+async def unreachable(endpoint: str, *, timeout: float = 2.0) -> bool:
+    """Whether nothing listens at the loopback ``endpoint`` any more: its connection is
+    refused (a driver that died). Anything else — an answer, a timeout while the server
+    is busy, another machine's address — proves nothing and is False."""
+    host = urlsplit(endpoint).hostname or ""
+    try:
+        if host != "localhost" and not ipaddress.ip_address(host).is_loopback:
+            return False
+    except ValueError:
+        return False
+    try:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            await client.get(f"{endpoint.rstrip('/')}/status")
+    except httpx.ConnectError:
+        return True
+    except httpx.HTTPError:
+        return False
+    return False
 
 
 def _free_port() -> int:
@@ -397,7 +479,7 @@ def _launch_driver(
     pid = _spawn_detached(argv, extra, fds)
     deadline = time.monotonic() + timeout
     while not _ready(url):
-        if _exited(pid) or time.monotonic() > deadline:
+        if exited(pid) or time.monotonic() > deadline:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
             raise BrowserUnavailable(f"{Path(argv[0]).name} did not become ready")
@@ -433,25 +515,22 @@ def _profile_in_use(profile: Path) -> bool:
     except OSError:
         return True  # unreadable: never remove what may be in use
     pid = target.rsplit("-", 1)[-1]
-    return pid.isdigit() and _alive(int(pid))
+    return pid.isdigit() and alive(int(pid))
 
 
-def _end_group(pid: int, grace: float = DRIVER_STOP_GRACE) -> None:
-    """SIGTERM a driver's process group (it and the browsers it started), SIGKILL it if
-    the driver is still there after ``grace`` seconds, and reap the driver. Never waits
-    unbounded: a driver that ignored SIGTERM held the caller (and its event loop) forever."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while not _exited(pid):
-        if time.monotonic() > deadline:
-            log.warning("a WebDriver server ignored SIGTERM for %.0f s: killed", grace)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-            return
-        time.sleep(0.02)
+_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+"""A WebDriver session id sitekeep names a file after (chromedriver's: 32 hex digits)."""
+
+
+def _comes_ready(pid: int, url: str, timeout: float) -> bool:
+    """Whether the driver ``pid`` at ``url`` answers ready, waited for up to ``timeout``
+    seconds while it runs (a loaded machine answers late; a dead driver never does)."""
+    deadline = time.monotonic() + timeout
+    while not _ready(url):
+        if time.monotonic() > deadline or not _is_driver(pid, url):
+            return False
+        time.sleep(0.2)
+    return True
 
 
 def _is_driver(pid: int, url: str) -> bool:
@@ -461,7 +540,7 @@ def _is_driver(pid: int, url: str) -> bool:
     Not ``_answers`` alone: a driver busy ending its session (geckodriver waiting for a
     Firefox to quit) may not answer ``/status`` in time, and was then left running with
     its browser."""
-    if not _alive(pid):
+    if not alive(pid):
         return False
     port = url.rstrip("/").rsplit(":", 1)[-1]
     try:
@@ -471,98 +550,49 @@ def _is_driver(pid: int, url: str) -> bool:
     return f"--port={port}".encode() in argv
 
 
-def _wait_group_gone(pgid: int, timeout: float) -> None:
-    """Wait (``timeout`` s at most) until no process of group ``pgid`` is left — a
-    browser still writing its profile must be gone before the profile is removed."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not _group_running(pgid):
-            return
-        time.sleep(0.02)
-
-
-def _group_running(pgid: int) -> bool:
-    """Whether a process of group ``pgid`` still runs. Zombies do not count: an exited
-    browser helper, orphaned when its browser quit, is reaped by init whenever init gets
-    to it (every 2 s on the CI machine's init, never under an init that does not reap),
-    and ``killpg(pgid, 0)`` counted it alive until then — 1.5 s of every Firefox close.
-    Read from ``/proc`` (Linux); elsewhere ``killpg(pgid, 0)``."""
-    proc = Path("/proc")
-    if not (proc / "self" / "stat").exists():
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return False
-        return True
-    for entry in proc.iterdir():
-        fields = _stat(entry) if entry.name.isdigit() else None  # None: gone meanwhile
-        if fields and len(fields) > 2 and fields[0] != "Z" and fields[2] == str(pgid):
-            return True
-    return False
-
-
-def _exited(pid: int) -> bool:
-    """True once ``pid`` has exited: reaped when it is our child; another process's
-    child counts as exited once it is a zombie (its parent reaps it, maybe never)."""
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return not _alive(pid) or _zombie(pid)
-    return done == pid
-
-
-def _zombie(pid: int) -> bool:
-    fields = _stat(Path(f"/proc/{pid}"))
-    return fields is not None and fields[0] == "Z"
-
-
-def _stat(entry: Path) -> list[str] | None:
-    """The fields of ``<entry>/stat`` after the command name (``proc(5)``: state, ppid,
-    pgrp, …), or None when the process is gone or this is no Linux ``/proc``."""
-    try:
-        return (entry / "stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class LocalChromedriver:
     """The embedded default endpoint: one chromedriver on a loopback port, shared by every
     sitekeep process that uses the same data dir, and outliving them (SPEC §2).
 
-    Its pid and port are kept in ``<data_dir>/chromedriver.json``; a file lock makes
-    concurrent starts safe.
+    Its pid, port and private ``TMPDIR`` are kept in ``<data_dir>/chromedriver.json``; a
+    file lock makes concurrent starts safe. Each browser it started for the data dir is
+    noted in ``<data_dir>/chromedriver-browsers/<session id>.json`` (its pid and profile),
+    so that one its driver fails to end, or whose driver died, is ended all the same
+    (:meth:`end_browser`, :meth:`end_orphans`; ``browser.processes``).
     """
 
     def __init__(self, data_dir: Path, executable: Path) -> None:
         self._dir = data_dir
         self._exe = executable
         self._state = data_dir / "chromedriver.json"
+        self._browsers = data_dir / "chromedriver-browsers"
 
     def ensure(self, *, timeout: float = 20.0) -> str:
         """The endpoint URL of a ready chromedriver, started if none answers (blocking).
+
+        A recorded driver that runs but does not answer ready within ``timeout`` seconds
+        is ended with its browsers, unreachable through it anyway; a dead one's browsers,
+        left running in its process group, are ended: a new driver never leaves the old
+        one's behind, outside every count (issue #24).
 
         Raises:
             BrowserUnavailable: chromedriver is missing or did not become ready.
         """
         self._dir.mkdir(parents=True, exist_ok=True)
+        with self._locked():
+            current = self._read_state()
+            if current is not None and _comes_ready(*current, timeout):
+                return current[1]
+            if current is not None:
+                log.warning("the embedded chromedriver does not answer: ended, a new one starts")
+                self._end(*current)
+            return self._start(timeout)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
         with open(self._dir / "chromedriver.lock", "w", encoding="utf-8") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            current = self._read_state()
-            if current is not None and _ready(current[1]):
-                return current[1]
-            if current is not None and not _group_running(current[0]):
-                self._remove_recorded_tmp()  # a dead driver's, its browsers gone too
-            return self._start(timeout)
+            yield
 
     def _read_state(self) -> tuple[int, str] | None:
         try:
@@ -592,7 +622,8 @@ class LocalChromedriver:
         return url
 
     def stop(self) -> bool:
-        """Stop the driver and every browser it still runs (its whole process group).
+        """Stop the driver and every browser it still runs (its whole process group; a
+        dead driver's browsers too).
 
         Returns:
             Whether a running driver was stopped.
@@ -600,15 +631,78 @@ class LocalChromedriver:
         current = self._read_state()
         if current is None:
             return False
-        running = _is_driver(*current)
+        return self._end(*current)
+
+    def end_orphans(self) -> int:
+        """When the recorded driver died (SIGKILL, the OOM killer), end the browsers it
+        left running and forget it (blocking: at start, by the reaper). How many
+        processes were ended."""
+        with self._locked():
+            current = self._read_state()
+            if current is None or _is_driver(*current):
+                return 0
+            left = len(processes.group_members(current[0]))
+            self._end(*current)
+            return left
+
+    def _end(self, pid: int, url: str) -> bool:
+        """End the recorded driver ``pid`` at ``url`` and everything left in its group
+        (only processes that name its ``TMPDIR`` once it is dead: ``end_leftovers``),
+        then its folder, its browsers' notes and its state. Whether it was running."""
+        running = _is_driver(pid, url)
         if running:
-            _end_group(current[0])
-        _wait_group_gone(current[0], 10.0)  # a browser still writing its profile
-        if not _group_running(current[0]):
+            end_group(pid)
+            wait_group_gone(pid, 10.0)  # a browser still writing its profile
+        tmp = self._recorded_tmp()
+        processes.end_leftovers(pid, [tmp] if tmp is not None else [])
+        if not group_running(pid):
             self._remove_recorded_tmp()
+        shutil.rmtree(self._browsers, ignore_errors=True)
         with contextlib.suppress(FileNotFoundError):
             self._state.unlink()
         return running
+
+    def record_browser(self, started: StartedSession) -> None:
+        """Note the browser ``started`` on this driver — its pid and profile, when its
+        profile lies in this driver's ``TMPDIR`` (anything else is no browser of this
+        data dir's) — for :meth:`end_browser`."""
+        tmp, ident = self._recorded_tmp(), started.ref.session_id
+        if started.pid is None or started.profile is None or tmp is None:
+            return
+        if started.profile.parent != tmp or not _SESSION_ID.fullmatch(ident):
+            return
+        self._browsers.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self._browsers, 0o700)
+        note = {"pid": started.pid, "profile": str(started.profile)}
+        write_private(self._browsers / f"{ident}.json", json.dumps(note))
+
+    def end_browser(self, session_id: str, *, grace: float = 0.0) -> bool:
+        """End the browser of ``session_id`` that this driver started, if it still runs
+        ``grace`` seconds after its driver was asked to end it (Delete Session timed out
+        on a driver that does not answer, or answered while the browser lingers, or the
+        driver died): with its whole process tree (``processes.end_tree``), its profile
+        removed. Blocking. Whether it had to be ended."""
+        if not _SESSION_ID.fullmatch(session_id):
+            return False
+        note = self._browsers / f"{session_id}.json"
+        data = _read_json(note) or {}
+        note.unlink(missing_ok=True)
+        pid, profile = data.get("pid"), data.get("profile")
+        if not isinstance(pid, int) or not isinstance(profile, str):
+            return False
+        folder = Path(profile)
+        ended = _is_driver_tmp(folder.parent) and processes.end_tree(pid, folder, grace=grace)
+        if ended:
+            log.warning("a Chromium outlived its WebDriver session: ended with its processes")
+            shutil.rmtree(folder, ignore_errors=True)
+        return ended
+
+    def _recorded_tmp(self) -> Path | None:
+        """The driver's private ``TMPDIR`` from its state, if :func:`driver_tmp` made it."""
+        recorded = (_read_json(self._state) or {}).get("tmp")
+        if isinstance(recorded, str) and _is_driver_tmp(Path(recorded)):
+            return Path(recorded)
+        return None
 
     def sweep_profiles(self, min_age: float = PROFILE_SWEEP_AGE) -> int:
         """Remove the browser profiles chromedriver left in its private ``TMPDIR``
@@ -618,16 +712,12 @@ class LocalChromedriver:
         ``sitekeep stop``. A profile is left alone while its browser runs (its
         ``SingletonLock`` names a live pid) or while younger than ``min_age`` seconds (a
         browser still starting has no lock yet). Returns how many were removed."""
-        try:
-            state = json.loads(self._state.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return 0
-        recorded = state.get("tmp") if isinstance(state, dict) else None
-        if not isinstance(recorded, str) or not _is_driver_tmp(Path(recorded)):
+        recorded = self._recorded_tmp()
+        if recorded is None:
             return 0
         removed = 0
         now = time.time()
-        for profile in Path(recorded).glob("org.chromium.Chromium.scoped_dir.*"):
+        for profile in recorded.glob("org.chromium.Chromium.scoped_dir.*"):
             try:
                 if now - profile.stat().st_mtime < min_age or _profile_in_use(profile):
                     continue
@@ -638,12 +728,9 @@ class LocalChromedriver:
         return removed
 
     def _remove_recorded_tmp(self) -> None:
-        try:
-            state = json.loads(self._state.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return
-        if isinstance(state, dict):
-            _remove_tmp(state.get("tmp"))
+        tmp = self._recorded_tmp()
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def find_geckodriver() -> Path | None:
@@ -742,6 +829,20 @@ class PerBrowserServers:
         many ran."""
         return stop_all_recorded(self._dir)
 
+    def end_dead(self) -> int:
+        """End the browsers of every server of this kind that died, and forget those
+        servers (:meth:`forget_dead`; at start, by the reaper); how many there were."""
+        dead = 0
+        for state in self._dir.glob("*.json") if self._dir.is_dir() else ():
+            endpoint = f"http://127.0.0.1:{state.stem}"
+            # Unreadable: maybe being written; a state is forgotten only once it names a
+            # pid that is no driver.
+            pid = (_read_json(state) or {}).get("pid")
+            if isinstance(pid, int) and not _is_driver(pid, endpoint):
+                stop_recorded(state, endpoint, only_dead=True)
+                dead += 1
+        return dead
+
 
 def stop_recorded(
     state: Path, endpoint: str, session_id: str | None = None, *, only_dead: bool = False
@@ -772,8 +873,10 @@ def stop_recorded(
     if isinstance(pid, int):
         if _is_driver(pid, endpoint):
             running = True
-            _end_group(pid)
-        _wait_group_gone(pid, 10.0)  # a browser still writing its profile
+            end_group(pid)
+            wait_group_gone(pid, 10.0)  # a browser still writing its profile
+        # A dead driver's browser runs on in its group (or one outlived SIGTERM).
+        processes.end_leftovers(pid, _recorded_folders(state, data))
     profile = data.get("profile")
     if isinstance(profile, str):
         shutil.rmtree(profile, ignore_errors=True)
@@ -781,6 +884,27 @@ def stop_recorded(
     with contextlib.suppress(FileNotFoundError):
         state.unlink()
     return running
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object in the file ``path``, or None (missing, unreadable, not an object)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _recorded_folders(state: Path, data: dict[str, Any]) -> list[Path]:
+    """The folders a per-browser server's ``state`` names that its browser runs in: the
+    profile beside the state file, the private ``TMPDIR`` (:func:`driver_tmp`)."""
+    found = []
+    profile, tmp = data.get("profile"), data.get("tmp")
+    if isinstance(profile, str) and Path(profile).parent == state.parent:
+        found.append(Path(profile))
+    if isinstance(tmp, str) and _is_driver_tmp(Path(tmp)):
+        found.append(Path(tmp))
+    return found
 
 
 def stop_all_recorded(folder: Path) -> int:
@@ -875,20 +999,12 @@ class LocalGeckodriver(PerBrowserServers):
 
     def _write_state(self, endpoint: str, **fields: Any) -> None:
         state = self._state(endpoint)
-        current = self._read_state(state) or {}
+        current = _read_json(state) or {}
         write_private(state, json.dumps({**current, **fields}))
-
-    @staticmethod
-    def _read_state(state: Path) -> dict[str, Any] | None:
-        try:
-            data = json.loads(state.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        return data if isinstance(data, dict) else None
 
     def profile(self, endpoint: str) -> Path | None:
         """The profile copy prepared for the browser of the geckodriver at ``endpoint``."""
-        data = self._read_state(self._state(endpoint)) or {}
+        data = _read_json(self._state(endpoint)) or {}
         profile = data.get("profile")
         return Path(profile) if isinstance(profile, str) else None
 

@@ -35,11 +35,12 @@ from sitekeep.browser.driver import (
     LocalChromedriver,
     LocalGeckodriver,
     SessionSpec,
-    create_session,
     delete_session,
     find_geckodriver,
     session_alive,
     session_gone,
+    start_session,
+    unreachable,
     write_private,
 )
 from sitekeep.browser.guard import OwnAddressGuard
@@ -66,6 +67,10 @@ _TRACKED = (
     "browsingContext.contextDestroyed",
 )
 """What the leave tracker listens to, for the life of the socket."""
+
+END_GRACE = 2.0
+"""Seconds a Chromium may take to exit after chromedriver answered Delete Session before
+it is ended with its process tree (``LocalChromedriver.end_browser``)."""
 
 
 class BrowserManager:
@@ -215,11 +220,14 @@ class BrowserManager:
         else:
             endpoint = await self.endpoint(kind)
             try:
-                ref = await anyio.to_thread.run_sync(
-                    create_session, endpoint, self._spec(kind, insecure, endpoint, proxy)
+                started = await anyio.to_thread.run_sync(
+                    start_session, endpoint, self._spec(kind, insecure, endpoint, proxy)
                 )
+                ref = started.ref
                 if kind == "firefox" and not self._settings.webdriver_url:
                     self._gecko.record_session(endpoint, ref.session_id)
+                elif self._local is not None:  # what ends it if chromedriver cannot
+                    self._local.record_browser(started)
             except BaseException:
                 await self._end_driver(endpoint)
                 raise
@@ -272,13 +280,51 @@ class BrowserManager:
             return None
 
     async def _forget_dead(self, ref: BrowserRef) -> None:
-        """A gone browser's per-browser server crashed: its profile (the browser's site
-        data) and state go now, not at this data dir's next shutdown."""
+        """A browser found gone is gone for good: one its driver lost (a driver that
+        died or does not answer) is ended, with whatever a dead driver left running;
+        a per-browser server's profile (the browser's site data) and state go now, not
+        at this data dir's next shutdown."""
         if self._settings.webdriver_url:
             return
         for servers in (self._gecko, self._mapper):
             if servers.owns(ref.endpoint):
                 await anyio.to_thread.run_sync(servers.forget_dead, ref.endpoint, ref.session_id)
+        if self._local is not None:
+            await anyio.to_thread.run_sync(self._local.end_browser, ref.session_id)
+        await self.end_orphans()
+
+    async def end_orphans(self) -> int:
+        """End the browsers this data dir's dead drivers left running — the embedded
+        chromedriver's, each geckodriver's and mapper engine's — and forget those drivers
+        (``driver.LocalChromedriver.end_orphans``, ``PerBrowserServers.end_dead``): at
+        start, by the reaper, when a browser is found gone. How many drivers or
+        processes were found dead."""
+        if self._settings.webdriver_url:
+            return 0
+
+        def end() -> int:
+            found = self._gecko.end_dead() + self._mapper.end_dead()
+            return found + (self._local.end_orphans() if self._local is not None else 0)
+
+        return await anyio.to_thread.run_sync(end)
+
+    async def gone(self, endpoint: str, session_id: str, *, here: bool) -> bool:
+        """Whether the browser of WebDriver session ``session_id`` at ``endpoint``, one
+        of sitekeep's own drivers, is known to be gone (never on a mere doubt): its
+        per-browser server of this data dir no longer runs it, the endpoint answers
+        "invalid session id", or — ``here``, the browser was started on this machine —
+        nothing listens on its loopback endpoint any more (its driver died).
+
+        Always False with ``SITEKEEP_WEBDRIVER_URL``: a Grid ends idle sessions itself
+        (its session timeout), and a question every reaper pass would keep them alive."""
+        if self._settings.webdriver_url:
+            return False
+        for servers in (self._gecko, self._mapper):
+            if servers.owns(endpoint):
+                return not await anyio.to_thread.run_sync(servers.running, endpoint, session_id)
+        if await session_gone(endpoint, session_id):
+            return True
+        return here and await unreachable(endpoint)
 
     async def _wire(
         self,
@@ -329,8 +375,13 @@ class BrowserManager:
         Session first — that waited ~0.6 s for Firefox to quit cleanly into a profile copy
         that is removed next (0.07 s without it); any other browser through Delete Session."""
         if not await self._end_driver(endpoint, session_id):
-            await delete_session(endpoint, session_id)
-            if self._local is not None:  # what chromedriver failed to remove (its TMPDIR)
+            answered = await delete_session(endpoint, session_id)
+            if self._local is not None:  # what chromedriver failed to end or to remove
+                # A browser lingering after its driver answered gets a moment to exit.
+                grace = END_GRACE if answered else 0.0
+                await anyio.to_thread.run_sync(
+                    functools.partial(self._local.end_browser, session_id, grace=grace)
+                )
                 await anyio.to_thread.run_sync(self._local.sweep_profiles)
 
     async def _end_driver(self, endpoint: str, session_id: str | None = None) -> bool:
@@ -353,9 +404,11 @@ class BrowserManager:
         return sum(len(pool) for pool in self._warm.values())
 
     async def warm_up(self) -> None:
-        """End the pool browsers dead processes left behind, then fill the pool (in the
+        """End the browsers of drivers that died (:meth:`end_orphans`) and the pool
+        browsers dead processes left behind, then fill the pool (in the
         background; a failure to start one is logged, and the next open starts its own),
         and parse the Public Suffix List in a worker thread."""
+        await self.end_orphans()
         await self._end_leftovers()
         self._refill()
         asyncio.get_running_loop().run_in_executor(None, load_suffixes)
