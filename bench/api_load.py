@@ -294,6 +294,7 @@ async def _in_process(path: str, total: int, clients: int, env: dict[str, str]) 
     from sitekeep.api.app import create_app
     from sitekeep.config import Settings
     from sitekeep.model import RECORD_JSON, HistoryEntry, SessionRecord, SiteData
+    from sitekeep.seam.records import record_key
 
     settings = Settings(
         data_dir=Path(env["SITEKEEP_DATA_DIR"]),
@@ -318,9 +319,9 @@ async def _in_process(path: str, total: int, clients: int, env: dict[str, str]) 
             last_used_at=now,
             history=(HistoryEntry("https://app.example.test", url, now),),
         )
-        store_key = svc.seam.record_key("bench", "s1")
-        await svc.seam.store.set(store_key, RECORD_JSON.dump_json(record), ttl=3600)
-        await svc.seam.put_snapshot("bench", "s1", SiteData(saved_at=now))
+        store_key = record_key("bench", "s1")
+        await svc.seam.records.store.set(store_key, RECORD_JSON.dump_json(record), ttl=3600)
+        await svc.seam.records.put_snapshot("bench", "s1", SiteData(saved_at=now))
         await svc.put_secret(who, "login", "", ["app.example.test"], {"password": "dummy"})
         headers = [(b"host", b"bench"), (b"authorization", f"Bearer {token}".encode())]
         scope = {

@@ -68,7 +68,7 @@ async def measure(browser: str, rounds: int) -> dict[str, list[float]]:
             await service.navigate(WHO, "floor", url)
         record = await service.record(WHO, "floor")
         assert record.browser is not None
-        live = await service.seam.attach(record.browser)
+        live = await service.seam.browsers.attach(record.browser)
         assert live is not None
         conn, target = live.conn, {"context": live.context}
 

@@ -100,7 +100,7 @@ from rich.table import Table  # noqa: E402
 import singles  # noqa: E402
 import sitekeep.browser.manager as manager_mod  # noqa: E402
 import sitekeep.browser.snapshot as snapshot_mod  # noqa: E402
-import sitekeep.seam as seam_mod  # noqa: E402
+import sitekeep.seam.browsers as seam_browsers  # noqa: E402
 import targets  # noqa: E402
 from fixtures.sites import Sites, start_sites  # noqa: E402
 from sitekeep import sitedata  # noqa: E402
@@ -114,6 +114,8 @@ from sitekeep.browser.manager import BrowserManager  # noqa: E402
 from sitekeep.browser.spare import SpareResponder  # noqa: E402
 from sitekeep.config import Settings  # noqa: E402
 from sitekeep.model import Principal  # noqa: E402
+from sitekeep.seam.journaling import CallJournal  # noqa: E402
+from sitekeep.seam.records import Records  # noqa: E402
 from sitekeep.service import Service  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -604,16 +606,16 @@ class Tracer:
             (save_mod, "_spare_read", "save: spare tab loop (create..close)"),
             (save_mod, "_visit", "save:   spare visit (nav + getTree + READ)"),
             (snapshot_mod, "save_read", "save: save_read"),
-            (seam_mod, "restore", "open: restore"),
+            (seam_browsers, "restore", "open: restore"),
             (LiveBrowser, "replace", "LiveBrowser.replace (location.replace + load)"),
             (LiveBrowser, "page_info", "LiveBrowser.page_info"),
             (SpareResponder, "__aenter__", "spare: enter (subscribe + addIntercept)"),
             (SpareResponder, "_teardown", "spare: exit (removeIntercept + unsubscribe)"),
-            (seam_mod.Seam, "load", "seam: load record"),
-            (seam_mod.Session, "write", "journal: append (fsync)"),
-            (seam_mod.Seam, "load_snapshot", "seam: load + open snapshot"),
-            (seam_mod.Seam, "put_snapshot", "seam: seal + store snapshot"),
-            (seam_mod.Seam, "put", "seam: store record"),
+            (Records, "load", "seam: load record"),
+            (CallJournal, "write", "journal: append (fsync)"),
+            (Records, "load_snapshot", "seam: load + open snapshot"),
+            (Records, "put_snapshot", "seam: seal + store snapshot"),
+            (Records, "put", "seam: store record"),
             (Service, "_reusable", "service: attach old browser"),
             (Service, "close_browser", "service: close_browser"),
             (BrowserManager, "start", "browser start (session + BiDi wiring)"),

@@ -216,7 +216,7 @@ class Admin:
         pane = panes.site_data_pane(snapshot, record.history, expand, first=first)
         if not pane.expanded:
             return pane
-        masker = await self._svc.seam.masker(who.tenant, record, snapshot)
+        masker = await self._svc.seam.records.masker(who.tenant, record, snapshot)
         views = {site: masker.value(dict(view)) for site, view in pane.expanded.items()}
         return replace(pane, expanded=views)
 
@@ -240,7 +240,7 @@ class Admin:
         snapshot = await self._svc._load_snapshot(who.tenant, key)
         if snapshot is None:
             raise NotFound("site", site, field="site")
-        masker = await self._svc.seam.masker(who.tenant, record, snapshot)
+        masker = await self._svc.seam.records.masker(who.tenant, record, snapshot)
         return masker.value({"key": key, **sitedata.host_view(snapshot, site)})  # type: ignore[no-any-return]
 
     async def forget(self, who: Principal, key: str, site: str) -> dict[str, Any]:

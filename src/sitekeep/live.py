@@ -545,7 +545,7 @@ class Relay:
             try:
                 # The lock every agent call takes: input never interleaves with one.
                 async with svc.session_held(self._who.tenant, self._live.key):
-                    typed = await svc.seam.secret_typed(self._who.tenant, self._live.key)
+                    typed = await svc.seam.records.secret_typed(self._who.tenant, self._live.key)
                     for message in batch:
                         await self._apply(message, typed)
             except BrowserUnavailable:

@@ -41,7 +41,6 @@ from sitekeep.errors import (
     InvalidInput,
     NotFound,
     SessionBusy,
-    SitekeepError,
     StoreUnavailable,
 )
 from sitekeep.flows import run_steps
@@ -57,14 +56,17 @@ from sitekeep.model import (
     Role,
     SessionRecord,
     SiteData,
+    well_formed,
 )
 from sitekeep.policy import check_key, check_url
 from sitekeep.profiles import Loaded, Profiles, captured, first_site, profile_json
 from sitekeep.proxies import Proxies, proxy_json
-from sitekeep.seam import Seam, Session, site_data_uri, well_formed
+from sitekeep.seam import Seam, Session, run_operation, site_data_uri
+from sitekeep.seam.operations import Done
+from sitekeep.seam.records import record_key, snapshot_key
 from sitekeep.secrets import SecretInfo
 from sitekeep.state_preview import state_preview
-from sitekeep.steps import SaveArgs, parse_args, parse_steps
+from sitekeep.steps import OnError, SaveArgs, parse_args, parse_steps
 from sitekeep.stores import SessionLocks, SessionStore, open_database, open_sessions
 from sitekeep.stores.base import (
     ClosedReason,
@@ -227,17 +229,17 @@ class Service:
 
     @staticmethod
     def _record_key(tenant: str, key: str) -> str:
-        return Seam.record_key(tenant, key)
+        return record_key(tenant, key)
 
     @staticmethod
     def _snapshot_key(tenant: str, key: str) -> str:
-        return Seam.snapshot_key(tenant, key)
+        return snapshot_key(tenant, key)
 
     async def _load(self, tenant: str, key: str) -> SessionRecord | None:
-        return await self.seam.load(tenant, key)
+        return await self.seam.records.load(tenant, key)
 
     async def _require(self, who: Principal, key: str, field: str = "key") -> SessionRecord:
-        return await self.seam.require(who, key, field)
+        return await self.seam.records.require(who, key, field)
 
     async def _values_gate(
         self, who: Principal, key: str, what: str, *, profile: bool = True, field: str = "key"
@@ -274,18 +276,18 @@ class Service:
         return record
 
     async def _put(self, record: SessionRecord) -> None:
-        await self.seam.put(record)
+        await self.seam.records.put(record)
 
     async def _load_snapshot(self, tenant: str, key: str) -> SiteData | None:
-        return await self.seam.load_snapshot(tenant, key)
+        return await self.seam.records.load_snapshot(tenant, key)
 
     async def _put_snapshot(self, tenant: str, key: str, snapshot: SiteData) -> None:
-        await self.seam.put_snapshot(tenant, key, snapshot)
+        await self.seam.records.put_snapshot(tenant, key, snapshot)
 
     def _held(
         self, tenant: str, key: str, *, wait: float | None = None
     ) -> contextlib.AbstractAsyncContextManager[None]:
-        return self.seam.held(tenant, key, wait=wait)
+        return self.seam.records.held(tenant, key, wait=wait)
 
     async def _seam(
         self,
@@ -388,9 +390,9 @@ class Service:
         }
 
         async def body(s: Session) -> dict[str, Any]:
-            begun = await s.begin("open_session", args)
             before = s.record.browser if s.record is not None else None
-            try:
+
+            async def work() -> Done:
                 result = await self._open_locked(
                     s,
                     kind or self.settings.browser,
@@ -403,22 +405,19 @@ class Service:
                     profile=loaded,
                     route=route,
                 )
-            except SitekeepError as exc:
-                await s.finish(begun, exc, looked=False)
-                raise
-            new = s.browser is not None and (
-                before is None or s.browser.ref.generation != before.generation
-            )
+                return Done(result, refs="invalidated")
+
             try:
-                await s.look()
-                await s.finish(begun, refs="invalidated")
-                return await s.end(result)
+                done = await run_operation(s, "open_session", args, work)
+                return await s.end(dict(done.result))
             except BaseException:
-                # No stored record names a browser this open started: a failure now (its
+                # No stored record names a browser this open started: a failure (its
                 # browser died mid-restore) would leave it unowned (issue #8 item 6).
-                if new and s.browser is not None:
+                if s.browser is not None and (
+                    before is None or s.browser.ref.generation != before.generation
+                ):
                     with anyio.CancelScope(shield=True):
-                        await self.seam.release(s.browser.ref, "closed")
+                        await self.seam.browsers.release(s.browser.ref, "closed")
                 raise
 
         opened = await self.seam.call(who, key, body)
@@ -470,16 +469,16 @@ class Service:
             record = replace(record, profile=profile.row.id)
         if live is None:
             preset = profile.site_data if profile is not None else None
-            live, report, mask = await self.seam.new_browser(
+            live, report, mask = await self.seam.browsers.new_browser(
                 record,
                 land=url or record.url or (first_site(preset) if preset else None),
                 restore_data=restore_site_data,
                 preset=preset,
                 land_field="url" if url else None,
             )
-            record = self.seam.with_mask(record, mask)  # the mask follows the data
+            record = self.seam.records.with_mask(record, mask)  # the mask follows the data
             s.browser = live
-            await s.journal_new_browser("opened", report)
+            await s.journal.new_browser("opened", live.ref, report)
             if report is not None:
                 result["site_data"] = report
             if profile is not None:
@@ -506,11 +505,13 @@ class Service:
         """The live browser to keep using, or None (after closing one that cannot stay)."""
         if record.browser is None:
             return None
-        live = await self.seam.attach(record.browser, await self.seam.proxy_of(record, gone=None))
+        live = await self.seam.browsers.attach(
+            record.browser, await self.seam.browsers.proxy_of(record, gone=None)
+        )
         if live is None:
             return None
         if fresh or record.browser.kind != kind or record.browser.insecure != insecure:
-            await self.seam.release(record.browser, "closed")
+            await self.seam.browsers.release(record.browser, "closed")
             return None
         return live
 
@@ -609,13 +610,15 @@ class Service:
 
         async def body(s: Session) -> dict[str, Any]:
             s.require()
-            begun = await s.begin("run_flow", {"steps": steps_args, "on_error": on_error})
-            report = await run_steps(s, parsed, "continue" if on_error == "continue" else "stop")
-            if s.last is None and s.browser is not None:
-                await s.look()
-            if not s.unsettled:
-                await s.finish(begun, refs="unknown")
-            return await s.end(report)
+            mode: OnError = "continue" if on_error == "continue" else "stop"
+
+            async def work() -> Done:
+                return Done(await run_steps(s, parsed, mode))
+
+            done = await run_operation(
+                s, "run_flow", {"steps": steps_args, "on_error": on_error}, work
+            )
+            return await s.end(dict(done.result))
 
         return await self.seam.call(who, key, body)
 
@@ -654,11 +657,11 @@ class Service:
             await self._values_gate(who, key, "save it into a profile")
 
         async def body(s: Session) -> dict[str, Any]:
-            s.save_full = full
-            result = await s.dispatch("save_site_data", SaveArgs(indexed_db=indexed_db))
+            args = SaveArgs(indexed_db=indexed_db, full=full)
+            result = await s.dispatch("save_site_data", args)
             if profile is not None:
-                snapshot = await self._load_snapshot(who.tenant, key) or SiteData()
-                kept = captured(snapshot, None, self._clock())
+                # The snapshot this save just stored, as it stored it: not read back.
+                kept = captured(s.saved or SiteData(), None, self._clock())
                 row = await self.profiles.write(who, profile, kept)
                 result["profile"] = profile_json(row, who, self._clock())
             return await s.end(result)
@@ -672,14 +675,16 @@ class Service:
             ``{key, url, title, browser: {kind, live}, site_data: {saved_at, hosts}}``.
         """
         # The record and the snapshot in one store round trip (the hot read, SPEC §16).
-        [(record, snapshot)] = await self.seam.load_with_snapshots(who.tenant, [check_key(key)])
+        [(record, snapshot)] = await self.seam.records.load_with_snapshots(
+            who.tenant, [check_key(key)]
+        )
         if record is None:
             raise NotFound("session", key, field="key")
         live = await self._live(record)
         page = await live.page_info() if live is not None else None
         url = page.url if page else record.url
-        withheld = url is not None and await self.seam.holds_secret(who.tenant, record, url)
-        masker = await self.seam.masker(who.tenant, record)
+        withheld = url is not None and await self.seam.records.holds_secret(who.tenant, record, url)
+        masker = await self.seam.records.masker(who.tenant, record)
         return well_formed(
             masker.value(
                 {
@@ -713,7 +718,7 @@ class Service:
                 record = await self._load(tenant, key)
                 if record is None or record.browser is None:
                     continue
-                await self.seam.release(record.browser, "closed")
+                await self.seam.browsers.release(record.browser, "closed")
                 await self._put(replace(record, browser=None))
             ended += 1
         await self.browsers.end_pools()
@@ -729,7 +734,7 @@ class Service:
         """The session's browser as it is now (no reopen), or None."""
         if record.browser is None:
             return None
-        proxy = await self.seam.proxy_of(record, gone=None)
+        proxy = await self.seam.browsers.proxy_of(record, gone=None)
         return await self.browsers.attach(record.browser, proxy=proxy)
 
     async def sessions(self, who: Principal) -> list[dict[str, Any]]:
@@ -768,7 +773,7 @@ class Service:
         keys = await self._keys_of(tenant)
         records = [
             record
-            for record in await self.seam.load_many(tenant, keys)  # one round trip, not N
+            for record in await self.seam.records.load_many(tenant, keys)  # one round trip, not N
             if record is not None and record.tenant == tenant
         ]
         records.sort(key=lambda r: r.last_used_at, reverse=True)
@@ -781,7 +786,7 @@ class Service:
         trips whatever the number of sessions."""
         pairs = [
             (record, snapshot)
-            for record, snapshot in await self.seam.load_with_snapshots(
+            for record, snapshot in await self.seam.records.load_with_snapshots(
                 tenant, await self._keys_of(tenant)
             )
             if record is not None and record.tenant == tenant
@@ -794,7 +799,7 @@ class Service:
 
     async def _session_row(self, who: Principal, record: SessionRecord) -> dict[str, Any]:
         url = record.url
-        withheld = url is not None and await self.seam.holds_secret(who.tenant, record, url)
+        withheld = url is not None and await self.seam.records.holds_secret(who.tenant, record, url)
         return {
             "key": record.key,
             "owner": record.owner,
@@ -822,7 +827,9 @@ class Service:
                 the mapper engine (no WebDriver classic endpoint; ``chromium_bidi``).
         """
         record = await self._values_gate(who, key, "take over its browser")
-        live = await self.seam.attach(record.browser) if record.browser is not None else None
+        live = (
+            await self.seam.browsers.attach(record.browser) if record.browser is not None else None
+        )
         if live is None or record.browser is None:
             raise Conflict("the session has no live browser: open it first")
         ref = record.browser
@@ -849,10 +856,13 @@ class Service:
 
         async def body(s: Session) -> dict[str, Any]:
             record = s.require()
-            begun = await s.begin("close_browser", {})
-            if record.browser is not None:
-                await self.seam.release(record.browser, "closed")
-            await s.finish(begun, refs="invalidated", looked=False)
+
+            async def work() -> Done:
+                if record.browser is not None:
+                    await self.seam.browsers.release(record.browser, "closed")
+                return Done(refs="invalidated")
+
+            await run_operation(s, "close_browser", {}, work)
             await self._put(replace(record, browser=None, last_used_at=self._clock()))
             return {"key": key, "closed": record.browser is not None}
 
@@ -864,7 +874,7 @@ class Service:
         async def body(s: Session) -> dict[str, Any]:
             record = s.require()
             if record.browser is not None:
-                await self.seam.release(record.browser, "closed")
+                await self.seam.browsers.release(record.browser, "closed")
             await self._store.delete(
                 self._record_key(who.tenant, key), self._snapshot_key(who.tenant, key)
             )
@@ -876,7 +886,7 @@ class Service:
 
     async def _remove_journal(self, tenant: str, key: str) -> None:
         """The session's journal goes with it (SPEC §8): deleted, or expired."""
-        self.seam.forget_track(tenant, key)
+        self.seam.tracks.forget(tenant, key)
         try:
             await self.journal.remove(JournalKey(tenant, key))
         except (OSError, StoreUnavailable) as exc:
@@ -915,7 +925,7 @@ class Service:
         snapshot = await self._load_snapshot(who.tenant, key)
         if snapshot is None:
             raise NotFound("site", site, field="site")
-        masker = await self.seam.masker(who.tenant, record, snapshot)
+        masker = await self.seam.records.masker(who.tenant, record, snapshot)
         return well_formed(masker.value({"key": key, **sitedata.host_view(snapshot, site)}))
 
     # -- profiles (SPEC §9): the gate lives in ``self.profiles``; these join it to sessions
@@ -997,24 +1007,19 @@ class Service:
         args = {"profile": ident, "cookies": None if cookies is None else len(cookies)}
 
         async def body(s: Session) -> dict[str, Any]:
-            record = s.require()
-            begun = await s.begin("capture_profile", args)
-            try:
+            s.require()
+
+            async def work() -> Done:
                 browser = await s.live()
-                s.record = record = replace(
-                    s.require(), history=self.seam.bumped(record.history, s.pages)
-                )
-                s.pages = []
-                read = await self.seam.read_site_data(record, browser, full=False, indexed_db=False)
+                read = await s.reader().read(browser, full=False, indexed_db=False)
                 kept = captured(read.snapshot, cookies, self._clock(), read.page.url)
                 row = await self.profiles.write(who, ident, kept)
-            except SitekeepError as exc:
-                await s.finish(begun, exc, looked=False)
-                raise
-            await s.landed(read.page)
-            await s.finish(begun, refs="reused")
-            done = {"cookies": len(kept.cookies), "sites": sorted(kept.origins)}
-            return await s.end({"profile": self._profile(row, who), "captured": done})
+                done = {"cookies": len(kept.cookies), "sites": sorted(kept.origins)}
+                result = {"profile": self._profile(row, who), "captured": done}
+                return Done(result, page=read.page, refs="reused")
+
+            done = await run_operation(s, "capture_profile", args, work)
+            return await s.end(dict(done.result))
 
         return await self.seam.call(who, session, body, key_field="session")
 
@@ -1146,7 +1151,9 @@ class Service:
         """
         record = await self._values_gate(who, key, "export its storage state")
         snapshot = await self._load_snapshot(who.tenant, key) or SiteData()
-        return masked_site_data(await self.seam.masker(who.tenant, record, snapshot), snapshot)
+        return masked_site_data(
+            await self.seam.records.masker(who.tenant, record, snapshot), snapshot
+        )
 
     # -- tokens, secrets, runs: the facades reach the stores only through these -----------
 
@@ -1368,7 +1375,9 @@ class Service:
         owned = record is not None and reaping.owns(record, run)
         if owned and record is not None:
             await self._put(replace(record, browser=None))
-        await self.seam.ledger(self.stores.runs.close_run(run.id, at=self._clock(), reason=reason))
+        await self.seam.browsers.ledger(
+            self.stores.runs.close_run(run.id, at=self._clock(), reason=reason)
+        )
         return reason
 
 

@@ -62,6 +62,11 @@ class SaveArgs(_Args):
     indexed_db: bool = Field(
         default=False, description="Also carry every visited origin's IndexedDB databases."
     )
+    full: bool = Field(
+        default=False,
+        description="Read every origin through the spare tab, ignoring the copies captured "
+        "on leave (slower; the reference the fast path must equal).",
+    )
 
 
 class NavigateArgs(_Args):

@@ -181,7 +181,7 @@ async def test_the_reaper_ends_expired_sessions_and_browsers_no_session_owns(
     old = (await a.record(who, "old")).browser
     record = await a.record(who, "old")
     async with a._held("t1", "gone"):  # a session deleted meanwhile had this browser
-        orphan, _, _ = await a.seam.new_browser(
+        orphan, _, _ = await a.seam.browsers.new_browser(
             replace(record, key="gone", browser=None), land=None, restore_data=False
         )
     assert await a.journal.backend.head(JournalKey("t1", "old")) is not None
@@ -209,7 +209,7 @@ async def test_a_browser_no_session_owns_is_reaped_and_a_crash_is_recorded(
     await a.navigate(who, "k", sites.url("app.example.test", "/login"))  # reopened silently
     record = await a.record(who, "k")
     async with a._held("t1", "k"):  # an open that died after starting its browser
-        stray, _, _ = await a.seam.new_browser(record, land=None, restore_data=False)
+        stray, _, _ = await a.seam.browsers.new_browser(record, land=None, restore_data=False)
     assert await a.reap() == {"reaped": 1}
     assert await gone(stray.ref)
     reasons = sorted(r["closed_reason"] or "open" for r in await a.runs(None, open_only=False))

@@ -167,7 +167,7 @@ async def test_a_save_whose_begin_cannot_be_written_is_503_and_stores_nothing(
     snapshot = await api.service._load_snapshot(WHO.tenant, "s")
     key = JournalKey(WHO.tenant, "s")
     head = await api.service.journal.backend.head(key)
-    record = await api.service.seam.load(WHO.tenant, "s")
+    record = await api.service.seam.records.load(WHO.tenant, "s")
     browser = await api.browser("s")
     await browser.conn.send(
         "script.evaluate",
@@ -187,7 +187,7 @@ async def test_a_save_whose_begin_cannot_be_written_is_503_and_stores_nothing(
     assert reply.json()["error"]["type"] == "journal_unavailable"
     assert await api.service._load_snapshot(WHO.tenant, "s") == snapshot  # nothing stored
     assert await api.service.journal.backend.head(key) == head  # no begin, no finish
-    assert await api.service.seam.load(WHO.tenant, "s") == record  # the record unchanged
+    assert await api.service.seam.records.load(WHO.tenant, "s") == record  # the record unchanged
     tree = await browser.conn.send("browsingContext.getTree", {"maxDepth": 0})
     assert len(tree["contexts"]) == 1  # no spare tab was opened, none left behind
 

@@ -40,7 +40,9 @@ async def seed_session(
     svc: Service, key: str, snapshot: SiteData, tenant: str = "t1", mask: tuple[str, ...] = ()
 ) -> None:
     now = time.time()
-    record = svc.seam.with_mask(SessionRecord(tenant, key, "ada", "chromium", now, now), mask)
+    record = svc.seam.records.with_mask(
+        SessionRecord(tenant, key, "ada", "chromium", now, now), mask
+    )
     who = Principal(tenant, "ada", "admin")
 
     async def body() -> dict[str, Any]:
@@ -69,7 +71,7 @@ async def everything_opens(svc: Service, profile: str) -> None:
     snapshot = await svc._load_snapshot("t1", "s1")
     assert snapshot is not None and snapshot.cookies[0].value == "dummy-snapshot"
     record = await svc._load("t1", "s1")
-    assert record is not None and svc.seam.sealed_mask(record) == [TYPED]
+    assert record is not None and svc.seam.records.sealed_mask(record) == [TYPED]
 
 
 @pytest.fixture

@@ -105,7 +105,8 @@ class FakeService:
             assert self.inside, "read under the session's lock"
             return self.typed
 
-        return type("S", (), {"secret_typed": staticmethod(secret_typed)})()
+        records = type("R", (), {"secret_typed": staticmethod(secret_typed)})()
+        return type("S", (), {"records": records})()
 
     @contextlib.asynccontextmanager
     async def _hold(self, key: str) -> AsyncIterator[None]:

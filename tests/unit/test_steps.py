@@ -7,7 +7,7 @@ import pytest
 from sitekeep.browser.page import KEYS, parse_keys
 from sitekeep.errors import InvalidInput
 from sitekeep.journal import redact
-from sitekeep.seam import _appears_in
+from sitekeep.masking import appears_in as _appears_in
 from sitekeep.steps import ClickArgs, TypeArgs, parse_args, parse_steps
 
 
