@@ -1241,14 +1241,24 @@ class Service:
         await self.proxies.delete(who.tenant, name)
 
     async def runs(
-        self, who: Principal | None, *, open_only: bool = True, limit: int = 100
+        self,
+        who: Principal | None,
+        *,
+        open_only: bool = True,
+        limit: int = 100,
+        addresses: bool = False,
     ) -> list[dict[str, Any]]:
         """The run ledger, newest first (SPEC §13): the caller's tenant (admin), or every
         tenant for ``who=None`` (the operator's CLI).
 
+        Args:
+            addresses: add ``where: {endpoint, session_id}``, the driver's address and its
+                session id — for the operator only (``sitekeep runs``): the driver serves
+                every tenant's browsers, so no client ever gets them (SPEC §21).
+
         Returns:
-            ``[{id, tenant, session, browser, where: {endpoint, session_id}, replica,
-            opened_at, closed_at, closed_reason}]``.
+            ``[{id, tenant, session, browser, replica, opened_at, closed_at,
+            closed_reason, where?}]``.
 
         Raises:
             Forbidden: a member's token. InvalidInput: ``limit`` outside 1–1000.
@@ -1259,7 +1269,7 @@ class Service:
             raise InvalidInput("limit must be from 1 to 1000", field="limit")
         tenant = who.tenant if who is not None else None
         return [
-            _run_json(run)
+            _run_json(run, addresses)
             for run in await self.stores.runs.list(tenant, open_only=open_only, limit=limit)
         ]
 
@@ -1357,15 +1367,17 @@ def _exported(site_data: SiteData, fmt: Format | None) -> tuple[bytes, str]:
     return export_site_data(site_data, form).data, _MEDIA[form]
 
 
-def _run_json(run: Run) -> dict[str, Any]:
-    return {
+def _run_json(run: Run, addresses: bool) -> dict[str, Any]:
+    row: dict[str, Any] = {
         "id": run.id,
         "tenant": run.tenant,
         "session": run.session,
         "browser": run.browser,
-        "where": {"endpoint": run.endpoint, "session_id": run.webdriver_session},
         "replica": run.replica,
         "opened_at": run.opened_at,
         "closed_at": run.closed_at,
         "closed_reason": run.closed_reason,
     }
+    if addresses:
+        row["where"] = {"endpoint": run.endpoint, "session_id": run.webdriver_session}
+    return row
