@@ -356,6 +356,17 @@ async def test_a_handover_ends_with_its_ttl_its_token_and_its_browser(
     t = tenancy
     await t.open_marked("alice", "a1", sites)
     svc = t.api.service
+    # What a socket made goes with it: an intercept nobody answers would hold every
+    # request of the browser.
+    held = await hold(t, t.tokens["alice"], "a1")
+    bidi = Bidi(held.ws, held.texts)
+    everything = {"phases": ["beforeRequestSent"]}
+    assert (await bidi.call("network.addIntercept", everything))["type"] == "success"
+    await held.ws.close()
+    page = await t.call(
+        "alice", "POST", "/v1/sessions/a1/navigate", {"url": sites.url("app.example.test")}
+    )
+    assert page["title"] == "App — signed out"
     # The TTL passes (a controllable clock): the classic endpoint and an open socket end.
     timed = await hold(t, t.tokens["alice"], "a1")
     now = svc._clock()

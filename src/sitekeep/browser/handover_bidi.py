@@ -50,6 +50,7 @@ from typing import Any
 
 import websockets
 from websockets.asyncio.client import ClientConnection
+from websockets.protocol import State
 
 from sitekeep.address import Refused
 from sitekeep.browser.bidi import ack_at_once, open_socket
@@ -356,7 +357,8 @@ class BidiRelay:
     """Pumps one client socket and its own socket to the browser (module docstring).
 
     :meth:`run` returns when the client leaves (None), the browser's socket closes
-    (``"browser"``) or ``watch`` names why the handover ended (its message).
+    (``"browser"``), ``watch`` names why the handover ended (its message) or could not
+    tell (a store out of reach: that error's message).
     """
 
     def __init__(
@@ -403,7 +405,10 @@ class BidiRelay:
             await asyncio.gather(*tasks, return_exceptions=True)
         ended = next(iter(done))
         await self._clean_up()
-        return None if ended.cancelled() or ended.exception() else ended.result()
+        failed = None if ended.cancelled() else ended.exception()
+        if isinstance(failed, SitekeepError):  # a store out of reach: the grant is unknown
+            return f"sitekeep: {failed.message}"
+        return None if ended.cancelled() or failed is not None else ended.result()
 
     async def say(self, text: str) -> None:
         """Send ``text`` to the client (one writer at a time; bounded)."""
@@ -512,7 +517,7 @@ class BidiRelay:
         """Remove the intercepts and preload scripts the client made: left behind, an
         intercept would block the browser's requests with nobody to answer them."""
         removals = self._gate.clean_up()
-        if not removals or self._up.state is not websockets.protocol.State.OPEN:
+        if not removals or self._up.state is not State.OPEN:
             return
         waiting = {r.ident for r in removals}
         with contextlib.suppress(TimeoutError, websockets.exceptions.ConnectionClosed):
