@@ -29,12 +29,14 @@ so the reaper leaves a browser being driven alone.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -53,14 +55,16 @@ from sitekeep.browser.handover_classic import (
     window_handles,
 )
 from sitekeep.browser.scrub import Scrubber
-from sitekeep.errors import Conflict, SitekeepError
+from sitekeep.errors import CapacityExceeded, Conflict, SitekeepError
 from sitekeep.model import BrowserRef, Principal
 
 if TYPE_CHECKING:
     from sitekeep.service import Service
 
 __all__ = [
+    "COMMANDS_PER_SESSION",
     "GRANT_PREFIX",
+    "SOCKETS_PER_SESSION",
     "TOUCH_EVERY",
     "WATCH_EVERY",
     "Admitted",
@@ -79,6 +83,12 @@ COMMAND_TIMEOUT = 330.0
 (300 s, W3C WebDriver §9.1) and some."""
 MAX_ANSWER = 64 * 1024 * 1024
 """Bytes of the largest classic answer relayed (a full-page screenshot, a page source)."""
+COMMANDS_PER_SESSION = 8
+"""Classic commands of one session this process relays at once; more are refused."""
+SOCKETS_PER_SESSION = 4
+"""BiDi sockets of one session this process relays at once; more are refused. With
+:data:`COMMANDS_PER_SESSION`, what keeps one handover from taking a shared driver's
+connections (chromedriver, a Grid) from every other tenant."""
 
 _KEY_PREFIX = "webdriver/"
 _MAX_GRANT = 64
@@ -140,6 +150,37 @@ def _socket_url(http_url: str) -> str:
     return "ws" + http_url[4:] if http_url.startswith("http") else http_url
 
 
+class _Slots:
+    """At most ``limit`` holders per session at once, in this process."""
+
+    def __init__(self, limit: int, what: str) -> None:
+        self._limit = limit
+        self._what = what
+        self._held: Counter[tuple[str, str]] = Counter()
+
+    @contextlib.contextmanager
+    def take(self, grant: Grant) -> Iterator[None]:
+        """Hold one for the block.
+
+        Raises:
+            CapacityExceeded: ``limit`` are held for the session (scope ``session``).
+        """
+        ident = (grant.tenant, grant.key)
+        if self._held[ident] >= self._limit:
+            raise CapacityExceeded(
+                f"{self._limit} {self._what} of this session are relayed already: try again",
+                scope="session",
+                cap=self._limit,
+            )
+        self._held[ident] += 1
+        try:
+            yield
+        finally:
+            self._held[ident] -= 1
+            if not self._held[ident]:
+                del self._held[ident]
+
+
 class Handovers:
     """The handover use cases over one :class:`~sitekeep.service.Service`."""
 
@@ -147,6 +188,8 @@ class Handovers:
         self._svc = service
         self._upstream = ClassicUpstream(timeout=COMMAND_TIMEOUT, max_answer=MAX_ANSWER)
         self._touched: dict[tuple[str, str], float] = {}
+        self._commands = _Slots(COMMANDS_PER_SESSION, "WebDriver commands")
+        self._sockets = _Slots(SOCKETS_PER_SESSION, "BiDi sockets")
 
     async def aclose(self) -> None:
         await self._upstream.aclose()
@@ -339,7 +382,17 @@ class Handovers:
 
         Raises:
             BrowserUnavailable: the browser's BiDi socket could not be opened.
+            CapacityExceeded: :data:`SOCKETS_PER_SESSION` are open.
         """
+        with self._sockets.take(admitted.grant):
+            return await self._bidi(admitted, send, receive)
+
+    async def _bidi(
+        self,
+        admitted: Admitted,
+        send: Callable[[str], Awaitable[None]],
+        receive: Callable[[], Awaitable[str]],
+    ) -> str | None:
         svc = self._svc
         upstream: ClientConnection = await open_upstream(
             admitted.ref.ws_url, timeout=svc.settings.bidi_timeout

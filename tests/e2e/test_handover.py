@@ -37,6 +37,7 @@ from fixtures.serve import free_port
 from fixtures.sites import Sites
 from sitekeep.auth import hash_token, token_id
 from sitekeep.config import Settings
+from sitekeep.handover import SOCKETS_PER_SESSION
 from sitekeep.model import BrowserRef, Principal
 from support import Api, ApiFactory, serving
 
@@ -367,6 +368,12 @@ async def test_a_handover_ends_with_its_ttl_its_token_and_its_browser(
         "alice", "POST", "/v1/sessions/a1/navigate", {"url": sites.url("app.example.test")}
     )
     assert page["title"] == "App — signed out"
+    # A session's sockets are bounded: the shared driver's connections are every tenant's.
+    sockets = [await hold(t, t.tokens["alice"], "a1") for _ in range(SOCKETS_PER_SESSION)]
+    one_more = await hold(t, t.tokens["alice"], "a1")
+    assert "BiDi sockets of this session" in await closes(one_more)
+    for each in sockets:
+        await each.ws.close()
     # The TTL passes (a controllable clock): the classic endpoint and an open socket end.
     timed = await hold(t, t.tokens["alice"], "a1")
     now = svc._clock()

@@ -11,7 +11,8 @@ WebDriver clients read them. A request or WebSocket upgrade another site's page 
 (``Origin``, ``Sec-Fetch-Site``) is refused: W3C ``unknown error`` 403, or the upgrade
 403. A socket whose grant does not stand gets one error message (``invalid session id``,
 naming why) and closes with code 4401; a socket whose handover ends while open likewise
-(within half a second); one whose browser's socket cannot be opened, 1011.
+(within half a second); one whose browser's socket cannot be opened, 1011; one past
+``handover.SOCKETS_PER_SESSION`` open sockets of its session, 1013.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from fastapi.responses import JSONResponse
 from sitekeep.api.app import Svc
 from sitekeep.browser.handover_bidi import BidiRefusal
 from sitekeep.browser.handover_classic import Refusal
-from sitekeep.errors import BrowserUnavailable, Forbidden
+from sitekeep.errors import BrowserUnavailable, CapacityExceeded, Forbidden
 from sitekeep.handover import Ended
 from sitekeep.service import Service
 from sitekeep.ui.guard import check_origin
@@ -32,6 +33,8 @@ __all__ = ["router"]
 _METHODS = ["GET", "POST", "DELETE", "PUT", "PATCH", "HEAD", "OPTIONS"]
 _ENDED = 4401
 _GONE = 1011
+_LATER = 1013
+"""Try again later (RFC 6455 §7.4.1, IANA registry)."""
 
 router = APIRouter(tags=["webdriver"], include_in_schema=False)
 
@@ -79,16 +82,20 @@ async def bidi(ws: WebSocket, grant: str, session_id: str) -> None:
     try:
         ended = await svc.handovers.bidi(admitted, send=ws.send_text, receive=receive)
     except BrowserUnavailable as exc:
-        await _close(ws, f"the browser cannot be reached: {exc.message}", _GONE)
+        await _close(ws, f"the browser cannot be reached: {exc.message}", _GONE, "unknown error")
+        return
+    except CapacityExceeded as exc:
+        await _close(ws, exc.message, _LATER, "unknown error")
         return
     if ended is not None:
         await _close(ws, ended, _ENDED)
 
 
-async def _close(ws: WebSocket, message: str, code: int) -> None:
-    """One error message naming why, then close with ``code`` (a client gone is fine)."""
+async def _close(ws: WebSocket, message: str, code: int, error: str = "invalid session id") -> None:
+    """One BiDi ``error`` message naming why, then close with ``code`` (a client gone is
+    fine)."""
     try:
-        await ws.send_text(BidiRefusal(None, "invalid session id", message).text())
+        await ws.send_text(BidiRefusal(None, error, message).text())
         await ws.close(code)
     except (WebSocketDisconnect, RuntimeError):
         return
