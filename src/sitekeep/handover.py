@@ -56,7 +56,7 @@ from sitekeep.browser.handover_classic import (
 )
 from sitekeep.browser.scrub import Scrubber
 from sitekeep.errors import CapacityExceeded, Conflict, SitekeepError
-from sitekeep.model import BrowserRef, Principal
+from sitekeep.model import BrowserRef, Principal, SessionRecord
 
 if TYPE_CHECKING:
     from sitekeep.service import Service
@@ -206,20 +206,17 @@ class Handovers:
         Raises:
             NotFound: no such session. Forbidden: neither admin nor owner (or one who may
                 not manage the profile it was opened from).
-            Conflict: the session has no live browser (open it first), or it runs on
-                the mapper engine (no WebDriver classic endpoint; ``chromium_bidi``).
+            Conflict: the session has no live browser (open it first), it runs on the
+                mapper engine (no WebDriver classic endpoint; ``chromium_bidi``), or a
+                secret was typed in it.
+            SessionBusy: another call held the session too long.
         """
         svc = self._svc
-        record = await svc._values_gate(who, key, "take over its browser")
-        live = await svc.seam.attach(record.browser) if record.browser is not None else None
-        if live is None or record.browser is None:
-            raise Conflict("the session has no live browser: open it first")
-        ref = record.browser
-        if not svc.browsers.classic_webdriver(ref):
-            raise Conflict(
-                "the session's browser runs on the mapper engine (SITEKEEP_CHROMIUM_BIDI="
-                "mapper), which has no WebDriver classic endpoint to hand over"
-            )
+        await svc._values_gate(who, key, "take over its browser")
+        async with svc.session_held(who.tenant, key):  # no type_secret meanwhile
+            record = await svc._require(who, key)
+            ref, context = await self._live(record)
+            await svc.seam.hand_over(record, ref.generation)
         ttl = svc.settings.webdriver_ttl
         grant = Grant(
             who.tenant,
@@ -239,9 +236,33 @@ class Handovers:
             "webdriver_url": root,
             "session_id": grant.session_id,
             "bidi_url": f"{_socket_url(root)}/session/{grant.session_id}/bidi",
-            "context": live.context or ref.context,
+            "context": context,
             "expires_at": grant.expires_at,
         }
+
+    async def _live(self, record: SessionRecord) -> tuple[BrowserRef, str]:
+        """The session's live browser and main tab, to hand over.
+
+        Raises:
+            Conflict: no live browser, the mapper engine, or a secret was typed in the
+                session (its values are write-only, SPEC §7: the page, the storage
+                restored later may hold one).
+        """
+        svc = self._svc
+        if record.typed_secrets:
+            raise Conflict(
+                "a secret was typed in this session: its browser is never handed over "
+                "(secret values are write-only); hand over another session"
+            )
+        live = await svc.seam.attach(record.browser) if record.browser is not None else None
+        if live is None or record.browser is None:
+            raise Conflict("the session has no live browser: open it first")
+        if not svc.browsers.classic_webdriver(record.browser):
+            raise Conflict(
+                "the session's browser runs on the mapper engine (SITEKEEP_CHROMIUM_BIDI="
+                "mapper), which has no WebDriver classic endpoint to hand over"
+            )
+        return record.browser, live.context or record.browser.context
 
     async def admit(self, token: str, session_id: str) -> Admitted | Ended:
         """The grant ``token`` with the handed-out ``session_id``, if it still stands.

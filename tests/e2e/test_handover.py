@@ -41,6 +41,8 @@ from sitekeep.handover import SOCKETS_PER_SESSION
 from sitekeep.model import BrowserRef, Principal
 from support import Api, ApiFactory, serving
 
+from .test_type_secret import store_login
+
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.anyio,
@@ -399,3 +401,29 @@ async def test_a_handover_ends_with_its_ttl_its_token_and_its_browser(
     await t.call("alice", "DELETE", "/v1/sessions/a1")
     assert not await works(t, last.handover)
     await closes(last)
+
+
+@pytest.mark.parametrize("browser", ["chromium"])  # sitekeep's rule, the same for Firefox
+async def test_a_secret_is_never_typed_into_a_handed_over_browser_nor_handed_over_after(
+    api: Api, sites: Sites
+) -> None:
+    """Secret values are write-only (SPEC §7): whoever holds a handover reads the page —
+    a field typed from a secret, a script left listening — so a browser once handed over
+    gets no secret typed, and a session a secret was typed in is never handed over."""
+    await store_login(api, ["*.example.test"])
+    login = sites.url("form.example.test", "/login")
+    password = {"selector": "#pass", "secret": "form-login", "field": "password"}
+    await api.open(key="h", url=login)
+    await api.call("GET", "/v1/sessions/h/webdriver")
+    reply = await api.http.post("/v1/sessions/h/type-secret", json=password)
+    assert reply.status_code == 403, reply.text
+    assert reply.json()["error"]["type"] == "secret_not_allowed"
+    snap = await api.call("POST", "/v1/sessions/h/snapshot")
+    assert next(e for e in snap["elements"] if e["name"] == "Password")["value"] == ""
+    # A new browser of the session was never handed over: the secret is typed.
+    await api.close("h")
+    await api.open(key="h", url=login)
+    await api.call("POST", "/v1/sessions/h/type-secret", password)
+    reply = await api.http.get("/v1/sessions/h/webdriver")
+    assert reply.status_code == 409, reply.text
+    assert "secret" in reply.json()["error"]["message"]

@@ -377,3 +377,19 @@ def test_commands_in_flight_are_bounded() -> None:
         command(g, "session.status", ident=i)
     with pytest.raises(BidiRefusal, match="unanswered"):
         command(g, "session.status", ident=IN_FLIGHT)
+
+
+def test_no_proxy_credentials_reach_the_client_in_an_event() -> None:
+    headers = [
+        {"name": "Proxy-Authorization", "value": {"type": "string", "value": "Basic dTpw"}},
+        {"name": "proxy-authorization", "value": {"type": "string", "value": "Basic dTpw"}},
+        {"name": "Accept", "value": {"type": "string", "value": "*/*"}},
+    ]
+    event = {
+        "type": "event",
+        "method": "network.beforeRequestSent",
+        "params": {"request": {"request": "1.1", "url": "http://a.test/", "headers": headers}},
+    }
+    _, shown = gate().answer(event)
+    assert shown is not None and "dTpw" not in json.dumps(shown)
+    assert [h["name"] for h in shown["params"]["request"]["headers"]] == ["Accept"]

@@ -21,6 +21,8 @@ browser only, and nothing that undoes sitekeep's hold on it:
   the browser's last tab;
 * ``network.removeIntercept``, ``script.removePreloadScript`` and ``session.unsubscribe``
   by id only for what this socket made (the ids it got back);
+* no ``Proxy-Authorization`` request header in an event (the proxy's credentials are a
+  secret's values, which sitekeep answers the proxy's challenge with);
 * ``network.continueRequest``/``continueResponse``/``continueWithAuth``/``failRequest``/
   ``provideResponse`` only for a request an event showed blocked by an intercept of this
   socket — one blocked by sitekeep's alone is sitekeep's to answer; when sitekeep's guard
@@ -270,7 +272,7 @@ class BidiGate:
         kind = message.get("type")
         if kind == "event":
             self._saw(str(message.get("method")), message.get("params"))
-            return None, message
+            return None, _without_proxy_credentials(message)
         ident = message.get("id")
         asked = self._asked.pop(ident, None) if isinstance(ident, int) else None
         if asked is None:
@@ -322,6 +324,25 @@ class BidiGate:
             *(self.own("network.removeIntercept", {"intercept": i}) for i in self.intercepts),
             *(self.own("script.removePreloadScript", {"script": s}) for s in self.preloads),
         ]
+
+
+def _without_proxy_credentials(event: dict[str, Any]) -> dict[str, Any]:
+    """``event`` without a ``Proxy-Authorization`` request header: sitekeep answers the
+    proxy's challenge with a secret's values (SPEC §14), which are write-only (§7)."""
+    params = event.get("params")
+    request = params.get("request") if isinstance(params, dict) else None
+    headers = request.get("headers") if isinstance(request, dict) else None
+    if not isinstance(headers, list):
+        return event
+    kept = [
+        h
+        for h in headers
+        if not (isinstance(h, dict) and str(h.get("name", "")).lower() == "proxy-authorization")
+    ]
+    if len(kept) == len(headers):
+        return event
+    assert isinstance(params, dict) and isinstance(request, dict)
+    return {**event, "params": {**params, "request": {**request, "headers": kept}}}
 
 
 def _parse(text: str) -> tuple[int, str, dict[str, Any]]:
