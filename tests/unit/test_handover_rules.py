@@ -280,6 +280,9 @@ def command(g: BidiGate, method: str, params: dict[str, Any] | None = None, iden
         ("network.continueWithAuth", {"request": "1.2", "action": "default"}),
         ("network.continueResponse", {"request": "1.2"}),
         ("nodot", {}),
+        ("session.subscribe", {"events": ["goog:cdp.Target.targetCreated"]}),
+        ("session.subscribe", {"events": ["log.entryAdded", "goog:cdp"]}),
+        ("session.subscribe", {"events": "network"}),
     ],
 )
 def test_a_bidi_command_beyond_the_browser_or_against_sitekeeps_hold_is_refused(

@@ -11,8 +11,8 @@ browser only, and nothing that undoes sitekeep's hold on it:
 
 * modules of the spec only (``session``, ``browser``, ``browsingContext``, ``emulation``,
   ``input``, ``log``, ``network``, ``permissions``, ``script``, ``storage``); no vendor
-  extension (``goog:cdp.sendCommand`` speaks CDP), no ``webExtension`` (installs from a
-  path on the browser's machine);
+  extension command or event (``goog:cdp.sendCommand`` speaks CDP), no ``webExtension``
+  (installs from a path on the browser's machine);
 * never ``session.new``, ``session.end`` or ``browser.close`` (end the browser with
   ``DELETE /v1/sessions/{key}/browser``), ``browser.setDownloadBehavior`` (writes to a
   folder of that machine), ``input.setFiles`` (reads files there), a user context with a
@@ -220,17 +220,26 @@ class BidiGate:
             raise BidiRefusal(ident, "unknown command", f"{method!r} is not relayed by sitekeep")
         if method in _REFUSED:
             raise BidiRefusal(ident, "unsupported operation", f"sitekeep: {_REFUSED[method]}")
+        why = self._argument_refused(method, params)
+        if why is not None:
+            raise BidiRefusal(ident, "invalid argument", why)
+        self._check_own(ident, method, params)
+        return self._check_release(ident, method, params)
+
+    def _argument_refused(self, method: str, params: dict[str, Any]) -> str | None:
+        """Why an argument of the command reaches beyond the browser, or None."""
         if method == "browsingContext.navigate":
             try:
                 check_url(params.get("url"), own=self._own, own_origins=self._own_origins)  # type: ignore[arg-type]
             except SitekeepError as exc:
-                raise BidiRefusal(ident, "invalid argument", f"url: {exc.message}") from None
+                return f"url: {exc.message}"
+        if method == "session.subscribe":
+            events = params.get("events")
+            if not isinstance(events, list) or any(":" in str(e) for e in events):
+                return "sitekeep: events of the spec's modules only"
         if method == "browser.createUserContext" and "proxy" in params:
-            raise BidiRefusal(
-                ident, "unsupported operation", "sitekeep: a user context takes no proxy here"
-            )
-        self._check_own(ident, method, params)
-        return self._check_release(ident, method, params)
+            return "sitekeep: a user context takes no proxy here"
+        return None
 
     def _check_own(self, ident: int, method: str, params: dict[str, Any]) -> None:
         made = {
