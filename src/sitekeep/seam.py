@@ -33,6 +33,7 @@ import asyncio
 import base64
 import contextlib
 import contextvars
+import functools
 import json
 import logging
 import secrets
@@ -62,9 +63,11 @@ from sitekeep.errors import (
     JournalConflict,
     JournalUnavailable,
     NotFound,
+    SecretNotAllowed,
     SitekeepError,
     StoreUnavailable,
     error_json,
+    quoted,
 )
 from sitekeep.journal import Journal, JournalKey, SessionState, fold, records
 from sitekeep.journal.records import Begin, MarkKind, Record, RefsStatus
@@ -466,6 +469,9 @@ class Session:
         try:
             await beginning.before_browser()
             browser = await self.live(step)
+            secrets.handed_over = functools.partial(
+                self.seam.handed_over, self.who.tenant, self.key, browser.ref.generation
+            )
             context = Context(
                 browser,
                 self.track.usable_refs(browser.ref.generation, self.call),
@@ -655,21 +661,35 @@ class Session:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Secrets:
     """The one tenant's secrets, as ``operations.SecretsReader``; ``revealed`` names every
-    (secret, field) an operation read — typed, or perhaps partly typed when it failed."""
+    (secret, field) an operation read — typed, or perhaps partly typed when it failed.
+
+    ``handed_over`` tells whether the browser the operation runs in was handed over
+    (``GET …/webdriver``, SPEC §21): its holder reads the page, so no secret is revealed
+    for it (SPEC §7)."""
 
     vault: Vault
     tenant: str
     revealed: list[tuple[str, str]] = field(default_factory=list)
     values: list[str] = field(default_factory=list, repr=False)
     """Their values, for the session's mask (never in a result)."""
+    handed_over: Callable[[], Awaitable[bool]] | None = None
 
     async def info(self, name: str) -> SecretInfo:
         return await self.vault.get_info(self.tenant, name, name_field="secret")
 
     async def reveal(self, name: str, field: str) -> str:
+        if self.handed_over is not None and await self.handed_over():
+            raise SecretNotAllowed(
+                name,
+                "a handed-over browser",
+                message=f"secret {quoted(name)} is not typed into a browser that was handed "
+                "over (GET /v1/sessions/{key}/webdriver): close it (DELETE …/browser) and "
+                "open the session again; nothing was typed",
+                field="secret",
+            )
         value = await self.vault.reveal(self.tenant, name, field, name_field="secret")
         self.revealed.append((name, field))
         self.values.append(value)
@@ -779,6 +799,22 @@ class Seam:
     @staticmethod
     def snapshot_key(tenant: str, key: str) -> str:
         return f"site-data/{tenant}/{key}"
+
+    @staticmethod
+    def handover_key(tenant: str, key: str) -> str:
+        """Where the generation of the session's browser last handed over is kept."""
+        return f"webdriver-browser/{tenant}/{key}"
+
+    async def hand_over(self, record: SessionRecord, generation: str) -> None:
+        """Mark the browser ``generation`` of the session as handed over (SPEC §21): no
+        secret is typed into it from now on (:meth:`handed_over`). Call with the session's
+        lock held, so no type_secret runs meanwhile."""
+        mark = self.handover_key(record.tenant, record.key)
+        await self.store.set(mark, generation.encode(), ttl=self.settings.session_ttl)
+
+    async def handed_over(self, tenant: str, key: str, generation: str) -> bool:
+        """Whether the session's browser ``generation`` was ever handed over."""
+        return await self.store.get(self.handover_key(tenant, key)) == generation.encode()
 
     async def load(self, tenant: str, key: str) -> SessionRecord | None:
         """The record, or None; inside a seam, its revision is kept for :meth:`put`."""
