@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import httpx
+import uvicorn
 from mcp import Client
 from mcp.types import TextContent
+from starlette.types import ASGIApp
 
 from fixtures.sites import SECRET_VALUES, Sites
 from sitekeep.browser.driver import session_alive
@@ -162,3 +166,20 @@ async def call_tool(
     if structured:
         assert body == result.structured_content
     return body
+
+
+@asynccontextmanager
+async def serving(app: ASGIApp, port: int) -> AsyncIterator[None]:
+    """``app`` (its lifespan already run) served on ``127.0.0.1:port`` for the block: a real
+    socket, for what a browser or a WebDriver client must reach."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="error")
+    server = uvicorn.Server(config)
+    task = asyncio.get_running_loop().create_task(server.serve())
+    while not server.started:
+        assert not task.done(), "the server did not start"
+        await asyncio.sleep(0.01)
+    try:
+        yield
+    finally:
+        server.should_exit = True
+        await task

@@ -214,7 +214,7 @@ def runs(
     async def use(svc: Service) -> tuple[dict[str, int], list[dict[str, object]]]:
         reaped = await svc.reap() if reap else {}
         who = None if tenant is None else Principal(tenant, "cli", "admin")
-        return reaped, await svc.runs(who, open_only=not every, limit=limit)
+        return reaped, await svc.runs(who, open_only=not every, limit=limit, addresses=True)
 
     reaped, rows = with_service(use)
     if reap:

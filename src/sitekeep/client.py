@@ -193,7 +193,9 @@ class _SessionCalls(Generic[R]):
         return self._call("GET", self._path(tail))
 
     def webdriver(self) -> R:
-        """``GET …/webdriver``: WebDriver URL, session id and BiDi URL (admin or owner)."""
+        """``GET …/webdriver``: hand the live browser over (admin or owner; SPEC §21) —
+        ``{key, browser, webdriver_url, session_id, bidi_url, context, expires_at}``,
+        endpoints sitekeep serves that reach this browser only, until ``expires_at``."""
         return self._call("GET", self._path("/webdriver"))
 
     def close_browser(self) -> R:

@@ -112,6 +112,10 @@ class Settings(BaseSettings):
     """Seconds a call waits for a session another call holds, then 409 session_busy."""
     live_ttl: float = Field(default=30 * 60.0, gt=0)
     """Seconds a live session (SPEC §10) lasts from its creation."""
+    webdriver_ttl: float = Field(default=60 * 60.0, gt=0)
+    """Seconds a WebDriver handover (``GET /v1/sessions/{key}/webdriver``, SPEC §21) lasts
+    from when it was handed out; its browser closing or its token's revocation ends it
+    sooner."""
     live_captures: int | None = Field(default=None, ge=1, le=4)
     """Overlapping ``captureScreenshot`` commands per live socket (the newest frame wins,
     order kept); None: per browser, :data:`sitekeep.live.PIPELINE` (Chromium 3, Firefox 1)."""

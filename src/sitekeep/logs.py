@@ -11,13 +11,31 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import traceback
 from datetime import UTC, datetime
 from typing import IO, Literal
 
-__all__ = ["JsonFormatter", "configure_logging"]
+__all__ = ["GrantMask", "JsonFormatter", "configure_logging"]
 
 TEXT_FORMAT = "%(levelname)s %(name)s: %(message)s"
+_GRANT = re.compile(r"(/v1/webdriver/wd_)[A-Za-z0-9_%-]+")
+
+
+class GrantMask(logging.Filter):
+    """Masks a WebDriver handover's grant in a path a record carries (uvicorn's access
+    and WebSocket lines: ``/v1/webdriver/wd_…/session/…``, SPEC §21) — it is a credential
+    in a URL, since WebDriver clients take an endpoint as a URL alone."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and "/v1/webdriver/" in record.msg:
+            record.msg = _GRANT.sub(r"\1…", record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                _GRANT.sub(r"\1…", a) if isinstance(a, str) and "/v1/webdriver/" in a else a
+                for a in record.args
+            )
+        return True
 
 
 class JsonFormatter(logging.Formatter):
@@ -43,7 +61,8 @@ class JsonFormatter(logging.Formatter):
 def configure_logging(
     level: str, fmt: Literal["text", "json"], *, stream: IO[str] | None = None
 ) -> dict[str, object]:
-    """Send every log record (uvicorn's too) to ``stream`` (stderr) in ``fmt``; turn the
+    """Send every log record (uvicorn's too) to ``stream`` (stderr) in ``fmt``, handover
+    grants masked (:class:`GrantMask`); turn the
     ``selenium`` logger down to WARNING (it logs whole frames at debug), and ``httpx`` /
     ``httpcore`` (a line for every driver status poll, with its URL — a Grid's URL may
     carry its password).
@@ -53,6 +72,7 @@ def configure_logging(
         loggers go through the same handler.
     """
     handler = logging.StreamHandler(stream)
+    handler.addFilter(GrantMask())
     handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
     root = logging.getLogger()
     for old in list(root.handlers):

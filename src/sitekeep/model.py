@@ -230,7 +230,7 @@ class SessionRecord:
     """The values every result, view and export of this session masks — those of the
     secrets typed here, as they were when typed, and the ``SiteData.mask`` of every
     snapshot or profile restored into its browsers — sealed for ``(tenant, "mask", key)``
-    and base64-encoded (``Seam.mask_values``); None when there are none."""
+    and base64-encoded (``Records.mask_values``); None when there are none."""
 
     @property
     def url(self) -> str | None:

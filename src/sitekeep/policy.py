@@ -70,6 +70,8 @@ def check_url(
         raise OwnAddress(field=field)
     if own is not None and own.reaches(url):
         raise OwnAddress(field=field)
+    if isinstance(own, Refused) and own.known(url):  # a Grid's name, as configured
+        raise OwnAddress(field=field)
     return url
 
 

@@ -36,7 +36,6 @@ from sitekeep.browser.useragent import override_user_agent
 from sitekeep.config import Settings
 from sitekeep.cookies import cookie_host
 from sitekeep.errors import (
-    Conflict,
     Forbidden,
     InvalidInput,
     NotFound,
@@ -44,6 +43,7 @@ from sitekeep.errors import (
     StoreUnavailable,
 )
 from sitekeep.flows import run_steps
+from sitekeep.handover import Handovers
 from sitekeep.interop import FORMATS, Format, export_site_data, import_text
 from sitekeep.journal import Journal, JournalKey, open_journal
 from sitekeep.live import LiveSessions
@@ -199,6 +199,8 @@ class Service:
         """Where every browser-affecting call passes (``sitekeep.seam``)."""
         self.admin = Admin(self)
         self.live = LiveSessions(self)
+        self.handovers = Handovers(self)
+        """WebDriver handovers (SPEC §21)."""
         """The admin use cases (SPEC §11), behind :meth:`require_admin`."""
         self.metrics = self.seam.metrics
         """Counters and histograms for ``GET /metrics`` (SPEC §13)."""
@@ -222,6 +224,7 @@ class Service:
     async def aclose(self) -> None:
         """Close sockets and store connections; browsers live on (SPEC §2)."""
         await self.browsers.aclose()
+        await self.handovers.aclose()
         await self.stores.aclose()
         await self.journal.aclose()
 
@@ -809,43 +812,25 @@ class Service:
             "last_used_at": record.last_used_at,
         }
 
-    async def webdriver(self, who: Principal, key: str) -> dict[str, Any]:
-        """Where the session's live browser answers, for a tool that attaches to it
-        (``GET /v1/sessions/{key}/webdriver``; W3C WebDriver §8 sessions, BiDi §7.1).
+    async def webdriver(self, who: Principal, key: str, base: str = "") -> dict[str, Any]:
+        """Hand the session's live browser to a tool that drives it itself
+        (``GET /v1/sessions/{key}/webdriver``; SPEC §21): endpoints sitekeep serves, that
+        reach this one browser only, while the handover stands (:mod:`sitekeep.handover`).
 
-        It hands the browser over — cookies and all — so only an admin of the tenant or
-        the session's owner may ask.
+        Args:
+            base: this server's URL as the caller reached it (``http://host:port``).
 
         Returns:
-            ``{key, browser, webdriver_url, session_id, bidi_url, context}``: the
-            WebDriver server (``POST {webdriver_url}/session/{session_id}/…`` drives it),
-            the BiDi WebSocket URL, the main tab's browsing context id.
+            ``{key, browser, webdriver_url, session_id, bidi_url, context, expires_at}``:
+            ``POST {webdriver_url}/session/{session_id}/…`` drives it (W3C WebDriver
+            classic), ``bidi_url`` is its BiDi WebSocket, ``context`` the main tab.
 
         Raises:
             NotFound: no such session. Forbidden: neither admin nor owner.
             Conflict: the session has no live browser (open it first), or it runs on
                 the mapper engine (no WebDriver classic endpoint; ``chromium_bidi``).
         """
-        record = await self._values_gate(who, key, "take over its browser")
-        live = (
-            await self.seam.browsers.attach(record.browser) if record.browser is not None else None
-        )
-        if live is None or record.browser is None:
-            raise Conflict("the session has no live browser: open it first")
-        ref = record.browser
-        if not self.browsers.classic_webdriver(ref):
-            raise Conflict(
-                "the session's browser runs on the mapper engine (SITEKEEP_CHROMIUM_BIDI="
-                "mapper), which has no WebDriver classic endpoint to hand over"
-            )
-        return {
-            "key": key,
-            "browser": ref.kind,
-            "webdriver_url": ref.endpoint,
-            "session_id": ref.session_id,
-            "bidi_url": ref.ws_url,
-            "context": ref.context,
-        }
+        return await self.handovers.issue(who, key, base)
 
     async def record(self, who: Principal, key: str) -> SessionRecord:
         """The session record (history included) — the admin surface, not the agent's."""
@@ -1274,14 +1259,24 @@ class Service:
         await self.proxies.delete(who.tenant, name)
 
     async def runs(
-        self, who: Principal | None, *, open_only: bool = True, limit: int = 100
+        self,
+        who: Principal | None,
+        *,
+        open_only: bool = True,
+        limit: int = 100,
+        addresses: bool = False,
     ) -> list[dict[str, Any]]:
         """The run ledger, newest first (SPEC §13): the caller's tenant (admin), or every
         tenant for ``who=None`` (the operator's CLI).
 
+        Args:
+            addresses: add ``where: {endpoint, session_id}``, the driver's address and its
+                session id — for the operator only (``sitekeep runs``): the driver serves
+                every tenant's browsers, so no client ever gets them (SPEC §21).
+
         Returns:
-            ``[{id, tenant, session, browser, where: {endpoint, session_id}, replica,
-            opened_at, closed_at, closed_reason}]``.
+            ``[{id, tenant, session, browser, replica, opened_at, closed_at,
+            closed_reason, where?}]``.
 
         Raises:
             Forbidden: a member's token. InvalidInput: ``limit`` outside 1–1000.
@@ -1292,7 +1287,7 @@ class Service:
             raise InvalidInput("limit must be from 1 to 1000", field="limit")
         tenant = who.tenant if who is not None else None
         return [
-            _run_json(run)
+            _run_json(run, addresses)
             for run in await self.stores.runs.list(tenant, open_only=open_only, limit=limit)
         ]
 
@@ -1410,15 +1405,17 @@ def _exported(site_data: SiteData, fmt: Format | None) -> tuple[bytes, str]:
     return export_site_data(site_data, form).data, _MEDIA[form]
 
 
-def _run_json(run: Run) -> dict[str, Any]:
-    return {
+def _run_json(run: Run, addresses: bool) -> dict[str, Any]:
+    row: dict[str, Any] = {
         "id": run.id,
         "tenant": run.tenant,
         "session": run.session,
         "browser": run.browser,
-        "where": {"endpoint": run.endpoint, "session_id": run.webdriver_session},
         "replica": run.replica,
         "opened_at": run.opened_at,
         "closed_at": run.closed_at,
         "closed_reason": run.closed_reason,
     }
+    if addresses:
+        row["where"] = {"endpoint": run.endpoint, "session_id": run.webdriver_session}
+    return row

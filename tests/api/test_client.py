@@ -95,11 +95,13 @@ async def test_webdriver_hands_the_browser_to_its_owner_only(api: Api, sites: Si
         where = await mine.webdriver()
         record = await api.service.record(WHO, "wd")
         assert record.browser is not None
-        assert where["session_id"] == record.browser.session_id
-        assert where["webdriver_url"].startswith("http://127.0.0.1:")
-        assert where["bidi_url"].startswith("ws://") and where["session_id"]
+        # Endpoints of sitekeep's own (SPEC §21), never the driver's address or session id.
+        assert where["session_id"] != record.browser.session_id
+        assert where["webdriver_url"].startswith("http://sitekeep.test/v1/webdriver/wd_")
+        assert where["bidi_url"].startswith("ws://sitekeep.test/v1/webdriver/wd_")
+        assert record.browser.endpoint not in str(where)
         classic = f"{where['webdriver_url']}/session/{where['session_id']}/title"
-        async with httpx.AsyncClient() as http:  # W3C WebDriver §11.2 Get Title
+        async with httpx.AsyncClient(transport=transport) as http:  # W3C WebDriver Get Title
             assert (await http.get(classic)).json()["value"] == "App — signed out"
         with pytest.raises(Forbidden):
             await stranger.session("wd").webdriver()

@@ -10,22 +10,20 @@ refused as ``own_address`` (403).
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import socket
 import time
 from collections.abc import AsyncIterator
 from urllib.parse import quote, urlsplit
 
 import pytest
-import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from conftest import on_mapper
+from fixtures.serve import free_port
 from fixtures.sites import Sites
 from sitekeep.config import Settings
 from sitekeep.model import BrowserRef
-from support import Api, ApiFactory
+from support import Api, ApiFactory, serving
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
@@ -48,12 +46,6 @@ EVERY_WAY_TO_RUN = pytest.mark.parametrize(
 )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 async def served(make_api: ApiFactory) -> AsyncIterator[tuple[Api, Recorder, int]]:
     """The app, its service listening on a real port (its own address), and what that
@@ -61,17 +53,8 @@ async def served(make_api: ApiFactory) -> AsyncIterator[tuple[Api, Recorder, int
     port = free_port()
     api: Api = await make_api(host="127.0.0.1", port=port)
     recorder = Recorder(api.http._transport.app)  # type: ignore[attr-defined]
-    config = uvicorn.Config(
-        recorder, host="127.0.0.1", port=port, lifespan="off", log_level="error"
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.get_running_loop().create_task(server.serve())
-    while not server.started:
-        assert not task.done(), "the server did not start"
-        await asyncio.sleep(0.01)
-    yield api, recorder, port
-    server.should_exit = True
-    await task
+    async with serving(recorder, port):
+        yield api, recorder, port
 
 
 @EVERY_WAY_TO_RUN

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -76,6 +77,8 @@ def test_a_new_session_the_driver_never_answers_fails_after_the_timeout(
     spec = SessionSpec("firefox", None)
     raised = _returns(lambda: create_session(silent_endpoint, spec, timeout=1))
     assert isinstance(raised, BrowserUnavailable) and "gave no browser" in str(raised)
+    # The error reaches API callers: it never names the driver or Grid (SPEC §21).
+    assert urlsplit(silent_endpoint).netloc not in str(raised)
 
 
 def _ignores_sigterm() -> int:

@@ -199,6 +199,7 @@ def create_app(settings: Settings | None = None, *, settle_heap: bool = False) -
     from sitekeep.api.profiles import sessions_router
     from sitekeep.api.proxies import router as proxies_router
     from sitekeep.api.secrets import router as secrets_router
+    from sitekeep.api.webdriver import router as webdriver_router
     from sitekeep.ui import install as install_admin_ui
 
     # Routes are matched in order, one pattern after another: the browser-free reads
@@ -215,6 +216,7 @@ def create_app(settings: Settings | None = None, *, settle_heap: bool = False) -
     app.include_router(sessions_router)
     app.include_router(proxies_router)
     app.include_router(live_router)
+    app.include_router(webdriver_router)
     install_admin_ui(app)
     return app
 
@@ -277,10 +279,11 @@ def _routes(app: FastAPI) -> None:
         return {"sessions": await svc.sessions(who)}
 
     @app.get("/v1/sessions/{key}/webdriver", tags=["sessions"])
-    async def webdriver(key: Key, who: Who, svc: Svc) -> JSON:
-        """WebDriver URL, session id and BiDi URL of the session's live browser (admin or
-        the session's owner: it hands the signed-in browser over)."""
-        return await svc.webdriver(who, key)
+    async def webdriver(key: Key, who: Who, svc: Svc, request: Request) -> JSON:
+        """Hand the session's live browser over (admin or the session's owner: it goes
+        signed in): a WebDriver URL and session id, a BiDi URL, served by sitekeep and
+        reaching this browser only, until ``expires_at`` or sooner (SPEC §21)."""
+        return await svc.webdriver(who, key, str(request.base_url))
 
     @app.post("/v1/sessions", tags=["sessions"])
     async def open_session(who: Who, svc: Svc, body: OpenBody | None = None) -> JSON:

@@ -49,7 +49,7 @@ from websockets.asyncio.client import ClientConnection
 
 from sitekeep.errors import BidiError, BidiTimeout, BrowserUnavailable
 
-__all__ = ["BidiConnection", "GoneProbe", "Listener"]
+__all__ = ["BidiConnection", "GoneProbe", "Listener", "ack_at_once", "open_socket"]
 
 log = logging.getLogger(__name__)
 _WIRE = logging.getLogger(f"{__name__}.wire")
@@ -92,7 +92,7 @@ class BidiConnection:
         self._every = 1.0
         self._watchdog: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[None]] = set()
-        _ack_at_once(ws)
+        ack_at_once(ws)
         self._reader = asyncio.get_running_loop().create_task(self._read(), name="bidi-reader")
 
     @classmethod
@@ -102,18 +102,7 @@ class BidiConnection:
         Raises:
             BrowserUnavailable: the socket could not be opened within ``timeout``.
         """
-        try:
-            ws = await websockets.connect(
-                url,
-                max_size=None,
-                open_timeout=timeout,
-                compression=None,
-                ping_interval=None,
-                logger=_WIRE,
-            )
-        except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
-            raise BrowserUnavailable(f"cannot open the BiDi socket: {type(exc).__name__}") from exc
-        return cls(ws, url, timeout)
+        return cls(await open_socket(url, timeout=timeout), url, timeout)
 
     @property
     def closed(self) -> bool:
@@ -349,7 +338,28 @@ def _chain(done: asyncio.Future[T], waiter: asyncio.Future[T]) -> None:
         waiter.set_result(done.result())
 
 
-def _ack_at_once(ws: ClientConnection) -> None:
+async def open_socket(url: str, *, timeout: float, max_size: int | None = None) -> ClientConnection:
+    """A BiDi WebSocket to ``url``: no compression, no pings, frames never logged.
+
+    Raises:
+        BrowserUnavailable: it could not be opened within ``timeout`` (the URL is never in
+            the message: it may carry a Grid's password).
+    """
+    try:
+        ws = await websockets.connect(
+            url,
+            max_size=max_size,
+            open_timeout=timeout,
+            compression=None,
+            ping_interval=None,
+            logger=_WIRE,
+        )
+    except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
+        raise BrowserUnavailable(f"cannot open the BiDi socket: {type(exc).__name__}") from exc
+    return ws
+
+
+def ack_at_once(ws: ClientConnection) -> None:
     """Acknowledge every TCP segment the socket receives at once (``TCP_QUICKACK`` on
     Linux, set again on each arrival: the kernel clears it by itself).
 

@@ -235,10 +235,10 @@ def start_session(
     try:
         driver = webdriver.Remote(command_executor=endpoint, options=options, client_config=config)
     except (WebDriverException, OSError, HTTPError) as exc:
+        # Never the endpoint: the message reaches API callers, and a driver's or Grid's
+        # address is one to every tenant's browsers (SPEC §21); a Grid's may hold a password.
         reason = type(exc).__name__
-        raise BrowserUnavailable(
-            f"the WebDriver server at {endpoint} gave no browser: {reason}"
-        ) from exc
+        raise BrowserUnavailable(f"the WebDriver server gave no browser: {reason}") from exc
     ws_url = driver.caps.get("webSocketUrl")
     if not isinstance(ws_url, str):
         raise BrowserUnavailable("the WebDriver server gave no BiDi webSocketUrl")
@@ -286,7 +286,7 @@ async def session_alive(endpoint: str, session_id: str, *, timeout: float = 5.0)
         async with httpx.AsyncClient(timeout=timeout) as client:
             reply = await client.get(f"{endpoint.rstrip('/')}/session/{session_id}/window")
     except httpx.HTTPError as exc:
-        raise BrowserUnavailable(f"the WebDriver server at {endpoint} cannot be reached") from exc
+        raise BrowserUnavailable("the WebDriver server cannot be reached") from exc
     return reply.status_code == 200
 
 

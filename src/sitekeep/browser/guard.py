@@ -29,7 +29,7 @@ from sitekeep.address import Refused, ServerAddress, port_of, system_resolve
 from sitekeep.browser.bidi import BidiConnection
 from sitekeep.errors import BidiError, BrowserUnavailable
 
-__all__ = ["OwnAddressGuard"]
+__all__ = ["OwnAddressGuard", "reaches_refused"]
 
 log = logging.getLogger(__name__)
 
@@ -121,19 +121,30 @@ class OwnAddressGuard:
             await self._conn.send(method, {"request": request})
 
     async def _reaches(self, url: str) -> bool:
-        try:
-            host = urlsplit(url).hostname or ""
-        except ValueError:
-            return False
-        sockets = self._own.on_port(port_of(url))
-        if not host or not sockets:
-            return False
-        for own in sockets:
-            found = own.addresses_of(host)
-            if not found:  # not a literal nor a name the browser maps: the system resolver
-                loop = asyncio.get_running_loop()
-                async with asyncio.timeout(_RESOLVE_TIMEOUT):
-                    found = await loop.run_in_executor(None, system_resolve, host)
-            if any(own.is_own(address) for address in found):
-                return True
+        return await reaches_refused(self._own, url)
+
+
+async def reaches_refused(refused: Refused, url: str) -> bool:
+    """Whether a request to ``url`` would reach one of ``refused``'s sockets, the host
+    resolved the way the browser resolves it (its rules, else the system resolver in a
+    worker thread, bounded by 2 s).
+
+    Raises:
+        TimeoutError: the system resolver did not answer in time.
+    """
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
         return False
+    sockets = refused.on_port(port_of(url))
+    if not host or not sockets:
+        return False
+    for own in sockets:
+        found = own.addresses_of(host)
+        if not found:  # not a literal nor a name the browser maps: the system resolver
+            loop = asyncio.get_running_loop()
+            async with asyncio.timeout(_RESOLVE_TIMEOUT):
+                found = await loop.run_in_executor(None, system_resolve, host)
+        if any(own.is_own(address) for address in found):
+            return True
+    return False

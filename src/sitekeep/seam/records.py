@@ -44,6 +44,7 @@ __all__ = [
     "MASK_KIND",
     "MAX_MASKED",
     "Records",
+    "handover_key",
     "mask_envelope",
     "record_key",
     "site_data_uri",
@@ -70,6 +71,11 @@ def record_key(tenant: str, key: str) -> str:
 def snapshot_key(tenant: str, key: str) -> str:
     """Where the session store keeps a session's sealed snapshot."""
     return f"site-data/{tenant}/{key}"
+
+
+def handover_key(tenant: str, key: str) -> str:
+    """Where the generation of the session's browser last handed over is kept."""
+    return f"webdriver-browser/{tenant}/{key}"
 
 
 def site_data_uri(key: str) -> str:
@@ -203,6 +209,17 @@ class Records:
             ttl=self.settings.session_ttl,
             cap=self.settings.history_cap,
         )
+
+    async def hand_over(self, record: SessionRecord, generation: str) -> None:
+        """Mark the browser ``generation`` of the session as handed over (SPEC §21): no
+        secret is typed into it from now on (:meth:`handed_over`). Call with the session's
+        lock held, so no type_secret runs meanwhile."""
+        mark = handover_key(record.tenant, record.key)
+        await self.store.set(mark, generation.encode(), ttl=self.settings.session_ttl)
+
+    async def handed_over(self, tenant: str, key: str, generation: str) -> bool:
+        """Whether the session's browser ``generation`` was ever handed over."""
+        return await self.store.get(handover_key(tenant, key)) == generation.encode()
 
     # -- snapshots ------------------------------------------------------------------------
 

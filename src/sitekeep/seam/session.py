@@ -10,7 +10,8 @@ operation by :meth:`Session.dispatch`, any other use case by calling it with its
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import functools
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -18,7 +19,7 @@ from msgspec import UNSET, UnsetType
 from pydantic import BaseModel
 
 from sitekeep.browser.live import LiveBrowser, PageInfo
-from sitekeep.errors import NotFound
+from sitekeep.errors import NotFound, SecretNotAllowed, quoted
 from sitekeep.journal.records import MarkKind
 from sitekeep.masking import Masker, appears_in
 from sitekeep.model import Principal, SessionRecord, SiteData, well_formed
@@ -104,6 +105,9 @@ class Session:
 
         async def work() -> Done:
             browser = await self.live(step)
+            secrets.handed_over = functools.partial(
+                self.parts.records.handed_over, self.who.tenant, self.key, browser.ref.generation
+            )
             context = Context(
                 browser,
                 self.journal.usable_refs(browser.ref.generation),
@@ -278,21 +282,35 @@ def landing(page: PageInfo, withheld: bool) -> dict[str, Any]:
     return {"url": page.url, "title": page.title}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Secrets:
     """The one tenant's secrets, as ``operations.SecretsReader``; ``revealed`` names every
-    (secret, field) an operation read — typed, or perhaps partly typed when it failed."""
+    (secret, field) an operation read — typed, or perhaps partly typed when it failed.
+
+    ``handed_over`` tells whether the browser the operation runs in was handed over
+    (``GET …/webdriver``, SPEC §21): its holder reads the page, so no secret is revealed
+    for it (SPEC §7)."""
 
     vault: Vault
     tenant: str
     revealed: list[tuple[str, str]] = field(default_factory=list)
     values: list[str] = field(default_factory=list, repr=False)
     """Their values, for the session's mask (never in a result)."""
+    handed_over: Callable[[], Awaitable[bool]] | None = None
 
     async def info(self, name: str) -> SecretInfo:
         return await self.vault.get_info(self.tenant, name, name_field="secret")
 
     async def reveal(self, name: str, field: str) -> str:
+        if self.handed_over is not None and await self.handed_over():
+            raise SecretNotAllowed(
+                name,
+                "a handed-over browser",
+                message=f"secret {quoted(name)} is not typed into a browser that was handed "
+                "over (GET /v1/sessions/{key}/webdriver): close it (DELETE …/browser) and "
+                "open the session again; nothing was typed",
+                field="secret",
+            )
         value = await self.vault.reveal(self.tenant, name, field, name_field="secret")
         self.revealed.append((name, field))
         self.values.append(value)
