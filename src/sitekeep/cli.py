@@ -122,7 +122,7 @@ def token_create(
     admin: Annotated[bool, typer.Option("--admin", help="Give the admin role.")] = False,
 ) -> None:
     """Create a bearer token and print it — the only time it is shown."""
-    print(with_service(lambda svc: svc.create_token(tenant, subject, _role(admin))))
+    print(with_service(lambda svc: svc.catalogue.create_token(tenant, subject, _role(admin))))
 
 
 def _role(admin: bool) -> Role:
@@ -136,7 +136,7 @@ def token_list(
     """The tokens: id, tenant, subject, role, created — never a token."""
     from rich.table import Table
 
-    tokens = with_service(lambda svc: svc.list_tokens(tenant))
+    tokens = with_service(lambda svc: svc.catalogue.tokens(None, tenant))
     if not tokens:
         console().print("no tokens" + (f" in tenant {tenant}" if tenant else ""))
         return
@@ -154,7 +154,8 @@ def token_revoke(
     """Revoke a token: it stops authenticating (other replicas within 30 s) and the admin
     UI sign-ins made with it end."""
     info = with_service(
-        lambda svc: svc.revoke_token(token_id, tenant), flags={"id": "ID", "tenant": "--tenant"}
+        lambda svc: svc.catalogue.revoke_token(None, token_id, tenant),
+        flags={"id": "ID", "tenant": "--tenant"},
     )
     console().print(f"revoked {info.id} ({info.tenant}/{info.subject}, {info.role})")
 
@@ -168,7 +169,7 @@ def sessions_list(
 
     from sitekeep.model import Principal
 
-    rows = with_service(lambda svc: svc.sessions(Principal(tenant, "cli", "admin")))
+    rows = with_service(lambda svc: svc.views.sessions(Principal(tenant, "cli", "admin")))
     if not rows:
         console().print(f"no sessions in tenant {tenant}")
         return
@@ -212,9 +213,9 @@ def runs(
     from sitekeep.model import Principal
 
     async def use(svc: Service) -> tuple[dict[str, int], list[dict[str, object]]]:
-        reaped = await svc.reap() if reap else {}
+        reaped = await svc.reaper.reap() if reap else {}
         who = None if tenant is None else Principal(tenant, "cli", "admin")
-        return reaped, await svc.runs(who, open_only=not every, limit=limit, addresses=True)
+        return reaped, await svc.admin.runs(who, open_only=not every, limit=limit, addresses=True)
 
     reaped, rows = with_service(use)
     if reap:
@@ -257,7 +258,7 @@ def stop() -> None:
     opens a new browser and restores its site data.
     """
     settings = load_settings()
-    ended = with_service(lambda svc: svc.end_browsers(), settings)
+    ended = with_service(lambda svc: svc.reaper.end_browsers(), settings)
     where = f"on {settings.webdriver_url}" if settings.webdriver_url else "and the embedded drivers"
     if ended:
         console().print(f"ended {ended} session browser(s) {where} of {settings.data_dir}")
@@ -272,7 +273,7 @@ def doctor() -> None:
 
     import anyio
 
-    from sitekeep.service import Service
+    from sitekeep.service import store_health
     from sitekeep.stores.cipher import key_id, load_or_create_key
 
     settings = load_settings()
@@ -305,7 +306,7 @@ def doctor() -> None:
     if remote:
         console().print(f"browsers run on SITEKEEP_WEBDRIVER_URL={remote}")
     check("data dir", *_data_dir_health(settings.data_dir))
-    database, sessions = anyio.run(Service.store_health, settings)
+    database, sessions = anyio.run(store_health, settings)
     check("database", *database)
     check("session store", *sessions)
     if settings.master_key or settings.key_file.exists():

@@ -77,7 +77,7 @@ def _run(use: Any) -> Any:
 def list_profiles(tenant: Tenant, subject: Actor = "cli", member: Member = False) -> None:
     """The profiles the subject may see: its own and the workspace's."""
     who = acting(tenant, subject, member)
-    found = _run(lambda svc: svc.list_profiles(who))
+    found = _run(lambda svc: svc.profiles.list(who))
     if not found["profiles"]:
         typer.echo(f"no profiles for {subject} in tenant {tenant}")
         return
@@ -90,7 +90,7 @@ def show_profile(
 ) -> None:
     """One profile and its hosts with counts (never values)."""
     who = acting(tenant, subject, member)
-    found: dict[str, Any] = _run(lambda svc: svc.get_profile(who, ident))
+    found: dict[str, Any] = _run(lambda svc: svc.profiles.get(who, ident))
     console = Console()
     console.print(_table([found]))
     sites = Table("site", "cookies", "localStorage", "sessionStorage")
@@ -112,8 +112,11 @@ def create_profile(
     who = acting(tenant, subject, member)
     visibility = "workspace" if workspace else "private"
 
+    from sitekeep.args import CreateBody, unchecked
+
     async def use(svc: Service) -> dict[str, Any]:
-        return await svc.create_profile(who, name, visibility, country)
+        body = unchecked(CreateBody, name=name, visibility=visibility, country=country)
+        return await svc.profiles.create(who, body)
 
     made = _run(use)
     typer.echo(f"created profile {made['id']} ({made['name']}, {made['visibility']})")
@@ -139,7 +142,7 @@ def update_profile(
     if not changes:
         typer.echo("error: say --name, --visibility or --country", err=True)
         raise typer.Exit(2)
-    done = _run(lambda svc: svc.update_profile(who, ident, changes))
+    done = _run(lambda svc: svc.profiles.update(who, ident, changes))
     Console().print(_table([done]))
 
 

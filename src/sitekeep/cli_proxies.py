@@ -49,8 +49,11 @@ def set_proxy(
 ) -> None:
     """Create or replace a proxy."""
 
+    from sitekeep.args import ProxyBody, unchecked
+
     async def use(svc: Service) -> dict[str, Any]:
-        return await svc.put_proxy(_operator(tenant), name, country, url, auth_secret)
+        body = unchecked(ProxyBody, country=country, url=url, auth_secret=auth_secret)
+        return await svc.catalogue.put_proxy(_operator(tenant), name, body)
 
     done = _run(use)
     typer.echo(f"saved proxy {done['name']} ({done['country']})")
@@ -59,7 +62,7 @@ def set_proxy(
 @proxy_app.command("list")
 def list_proxies(tenant: Tenant) -> None:
     """The tenant's proxies."""
-    found = _run(lambda svc: svc.list_proxies(_operator(tenant)))
+    found = _run(lambda svc: svc.catalogue.proxies(_operator(tenant)))
     if not found["proxies"]:
         typer.echo(f"no proxies in tenant {tenant}")
         return
@@ -72,5 +75,5 @@ def list_proxies(tenant: Tenant) -> None:
 @proxy_app.command("delete")
 def delete_proxy(name: Name, tenant: Tenant) -> None:
     """Delete a proxy."""
-    _run(lambda svc: svc.delete_proxy(_operator(tenant), name))
+    _run(lambda svc: svc.catalogue.delete_proxy(_operator(tenant), name))
     typer.echo(f"deleted proxy {name}")

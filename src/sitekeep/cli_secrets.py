@@ -103,8 +103,14 @@ def set_secret(
         values = parse_values(sys.stdin.read())
     except SitekeepError as exc:
         fail(exc, {})  # its message names stdin already
+    from sitekeep.args import SecretBody, unchecked
+
     info = _run(
-        lambda svc: svc.put_secret(_operator(tenant), name, description, host or [], values)
+        lambda svc: svc.catalogue.put_secret(
+            _operator(tenant),
+            name,
+            unchecked(SecretBody, description=description, hosts=host or [], values=values),
+        )
     )
     typer.echo(f"saved secret {info.name} (keys: {', '.join(info.keys)})")
 
@@ -112,7 +118,7 @@ def set_secret(
 @secret_app.command("list")
 def list_secrets(tenant: Tenant) -> None:
     """The tenant's secrets: name, description, hosts and key names (never values)."""
-    infos = _run(lambda svc: svc.list_secrets(_operator(tenant)))
+    infos = _run(lambda svc: svc.catalogue.secrets(_operator(tenant)))
     if not infos:
         typer.echo(f"no secrets in tenant {tenant}")
         return
@@ -132,7 +138,7 @@ def delete_secret(
 
     async def delete(svc: Service) -> bool:
         try:
-            await svc.delete_secret(_operator(tenant), name)
+            await svc.catalogue.delete_secret(_operator(tenant), name)
         except NotFound:
             return False
         return True

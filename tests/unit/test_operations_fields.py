@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from sitekeep.args import parse_args
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.tracker import LeaveTracker
 from sitekeep.errors import (
@@ -26,7 +27,6 @@ from sitekeep.errors import (
 from sitekeep.model import BrowserRef
 from sitekeep.seam.operations import HANDLERS, Context
 from sitekeep.seam.session import _Secrets
-from sitekeep.steps import parse_args
 from sitekeep.stores import open_database
 from sitekeep.stores.cipher import Cipher
 from sitekeep.stores.secrets import SqlSecretStore

@@ -11,30 +11,35 @@ from __future__ import annotations
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import anyio
 from fastapi import Body, Depends, FastAPI, Path, Query, Request
 from fastapi.responses import PlainTextResponse, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from sitekeep import __version__
-from sitekeep.api.body import BodyGuard, StrictBody
+from sitekeep.api.body import BodyGuard
 from sitekeep.api.errors import install_error_handlers
 from sitekeep.api.openapi import install_openapi
+from sitekeep.args import (
+    KEY_PATTERN,
+    MAX_KEY,
+    MAX_NAME,
+    MAX_SITE,
+    OPERATIONS,
+    FlowBody,
+    NavigateBody,
+    OpenBody,
+    SaveBody,
+)
 from sitekeep.config import Settings
-from sitekeep.limits import MAX_KEY, MAX_NAME, MAX_SITE, MAX_STEPS, MAX_URL
 from sitekeep.mcp import build_server
 from sitekeep.mcp.http import mcp_route, principal_from_request
-from sitekeep.metrics import CONTENT_TYPE
 from sitekeep.model import Principal
-from sitekeep.service import Service
-from sitekeep.steps import OPERATIONS
+from sitekeep.service import Service, require_admin
 
-__all__ = ["KEY_PATTERN", "Ident", "Key", "Name", "SessionChoice", "Site", "create_app"]
-
-KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
-"""A session key (``sitekeep.policy.check_key``)."""
+__all__ = ["Ident", "Key", "Name", "Site", "create_app"]
 
 Key = Annotated[
     str, Path(description="The session's key.", pattern=KEY_PATTERN, max_length=MAX_KEY)
@@ -48,37 +53,6 @@ Ident = Annotated[
         max_length=MAX_NAME,
     ),
 ]
-
-
-class SessionChoice(StrictBody):
-    """Which session, in which browser, at which URL, from which profile, through which
-    country's proxy: what ``POST /v1/sessions`` and ``POST /v1/live-sessions`` share."""
-
-    key: str | None = Field(default=None, pattern=KEY_PATTERN, max_length=MAX_KEY)
-    browser: Literal["chromium", "firefox"] | None = None
-    url: str | None = Field(default=None, max_length=MAX_URL)
-    profile: str | None = Field(default=None, max_length=MAX_NAME)
-    country: str | None = Field(default=None, max_length=MAX_NAME)
-
-
-class OpenBody(SessionChoice):
-    restore_site_data: bool = True
-    fresh: bool = False
-    insecure: bool = False
-    keep_user_agent: bool | None = None
-    """Run under the User-Agent the site data was saved under (kept for the session)."""
-
-
-class NavigateBody(StrictBody):
-    url: str = Field(max_length=MAX_URL)
-
-
-class SaveBody(StrictBody):
-    profile: str | None = Field(default=None, max_length=MAX_NAME)
-    indexed_db: bool = False
-    """Also carry every visited origin's IndexedDB databases (schema and records)."""
-    full: bool = False
-    """Read every origin through the spare tab (ignore the copies captured on leave)."""
 
 
 _SCRAPE_ERRORS = {
@@ -107,7 +81,7 @@ async def _principal(request: Request) -> Principal:
     # The service parses the header. No HTTPBearer sub-dependency: it parsed the header
     # a second time and was a tenth of a read's FastAPI cost; the OpenAPI document names
     # the scheme all the same (api.openapi).
-    return await _service_of(request).authenticate(request.headers.get("authorization"))
+    return await _service_of(request).catalogue.authenticate(request.headers.get("authorization"))
 
 
 Who = Annotated[Principal, Depends(_principal)]
@@ -116,26 +90,21 @@ Svc = Annotated[Service, Depends(_service)]
 
 async def _admin(request: Request, who: Who) -> Principal:
     # A dependency, so a member is refused before its body or query is even read.
-    return _service_of(request).require_admin(who, f"{request.method} {request.url.path}")
+    return require_admin(who, f"{request.method} {request.url.path}")
 
 
 Admin = Annotated[Principal, Depends(_admin)]
 JSON = dict[str, Any]
 
 
-class FlowBody(StrictBody):
-    steps: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_STEPS)
-    on_error: Literal["stop", "continue"] = "stop"
-
-
 def _page_route(app: FastAPI, op: str, model: type[BaseModel]) -> None:
     """``POST /v1/sessions/{key}/<op>`` (``type_secret`` → ``type-secret``): the body is
-    the operation's arguments, validated by ``sitekeep.steps`` so errors name the field."""
+    the operation's arguments, validated by ``sitekeep.args`` so errors name the field."""
 
     async def handler(
         key: Key, who: Who, svc: Svc, body: Annotated[dict[str, Any] | None, Body()] = None
     ) -> JSON:
-        return await svc.act(who, key, op, **(body or {}))
+        return await svc.sessions.act(who, key, op, **(body or {}))
 
     schema = {"content": {"application/json": {"schema": model.model_json_schema()}}}
     app.post(
@@ -177,11 +146,11 @@ def create_app(settings: Settings | None = None, *, settle_heap: bool = False) -
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = app.state.service = Service.from_settings(settings)
         try:
-            await service.browsers.warm_up()
+            await service.reaper.warm_up()
             if settle_heap:
                 _settle_heap()
             async with anyio.create_task_group() as background:
-                background.start_soon(service.run_reaper)
+                background.start_soon(service.reaper.run_reaper)
                 async with mcp_server.session_manager.run():
                     yield
                 background.cancel_scope.cancel()
@@ -224,7 +193,7 @@ def create_app(settings: Settings | None = None, *, settle_heap: bool = False) -
 def _hot_routes(app: FastAPI) -> None:
     @app.get("/v1/sessions/{key}", tags=["sessions"])
     async def current(key: Key, who: Who, svc: Svc) -> JSON:
-        return await svc.current(who, key)
+        return await svc.views.current(who, key)
 
     @app.get("/admin/runs", tags=["admin"])
     async def admin_runs(
@@ -235,7 +204,7 @@ def _hot_routes(app: FastAPI) -> None:
     ) -> JSON:
         """The run ledger of the caller's tenant, newest first (admin; SPEC §13): every
         live browser of every replica, or with ``open=false`` the closed ones too."""
-        return {"runs": await svc.runs(who, open_only=open_only, limit=limit)}
+        return {"runs": await svc.admin.runs(who, open_only=open_only, limit=limit)}
 
 
 def _routes(app: FastAPI) -> None:
@@ -271,27 +240,28 @@ def _routes(app: FastAPI) -> None:
         it needs ``Authorization: Bearer <SITEKEEP_METRICS_TOKEN>`` (the scrape token, not
         an API token), and is closed (401) while that setting is unset."""
         authorization = request.headers.get("authorization")
-        return Response(await svc.metrics_text(authorization), media_type=CONTENT_TYPE)
+        text, media = await svc.reaper.metrics_text(authorization)
+        return Response(text, media_type=media)
 
     @app.get("/v1/sessions", tags=["sessions"])
     async def list_sessions(who: Who, svc: Svc) -> JSON:
         """The caller's tenant's sessions, most recently used first (no browser touched)."""
-        return {"sessions": await svc.sessions(who)}
+        return {"sessions": await svc.views.sessions(who)}
 
     @app.get("/v1/sessions/{key}/webdriver", tags=["sessions"])
     async def webdriver(key: Key, who: Who, svc: Svc, request: Request) -> JSON:
         """Hand the session's live browser over (admin or the session's owner: it goes
         signed in): a WebDriver URL and session id, a BiDi URL, served by sitekeep and
         reaching this browser only, until ``expires_at`` or sooner (SPEC §21)."""
-        return await svc.webdriver(who, key, str(request.base_url))
+        return await svc.handovers.issue(who, key, str(request.base_url))
 
     @app.post("/v1/sessions", tags=["sessions"])
     async def open_session(who: Who, svc: Svc, body: OpenBody | None = None) -> JSON:
-        return await svc.open_session(who, **(body or OpenBody()).model_dump())
+        return await svc.sessions.open(who, body or OpenBody())
 
     @app.post("/v1/sessions/{key}/navigate", tags=["pages"])
     async def navigate(key: Key, body: NavigateBody, who: Who, svc: Svc) -> JSON:
-        return await svc.navigate(who, key, body.url)
+        return await svc.sessions.navigate(who, key, body.url)
 
     for op, model in OPERATIONS.items():
         if op not in ("navigate", "save_site_data", "wait_for", "assert_text"):
@@ -299,24 +269,24 @@ def _routes(app: FastAPI) -> None:
 
     @app.post("/v1/sessions/{key}/flows", tags=["flows"])
     async def run_flow(key: Key, body: FlowBody, who: Who, svc: Svc) -> JSON:
-        return await svc.run_flow(who, key, body.steps, body.on_error)
+        return await svc.flows.run(who, key, body)
 
     @app.post("/v1/sessions/{key}/save-site-data", tags=["site data"])
     async def save_site_data(key: Key, who: Who, svc: Svc, body: SaveBody | None = None) -> JSON:
-        return await svc.save_site_data(who, key, **(body or SaveBody()).model_dump())
+        return await svc.sessions.save_site_data(who, key, body or SaveBody())
 
     @app.delete("/v1/sessions/{key}/browser", tags=["sessions"])
     async def close_browser(key: Key, who: Who, svc: Svc) -> JSON:
-        return await svc.close_browser(who, key)
+        return await svc.sessions.close(who, key)
 
     @app.delete("/v1/sessions/{key}", tags=["sessions"])
     async def delete_session(key: Key, who: Who, svc: Svc) -> JSON:
-        return await svc.delete_session(who, key)
+        return await svc.sessions.delete(who, key)
 
     @app.get("/v1/sessions/{key}/site-data", tags=["site data"])
     async def site_data(key: Key, who: Who, svc: Svc) -> JSON:
-        return await svc.site_data(who, key)
+        return await svc.views.site_data(who, key)
 
     @app.get("/v1/sessions/{key}/site-data/{site}", tags=["site data"])
     async def site_data_host(key: Key, site: Site, who: Who, svc: Svc) -> JSON:
-        return await svc.site_data_host(who, key, site)
+        return await svc.views.site_data_host(who, key, site)

@@ -29,10 +29,11 @@ from typing import Any
 import anyio
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
-from sitekeep.api.app import Ident, SessionChoice, Svc, Who
+from sitekeep.api.app import Ident, Svc, Who
+from sitekeep.args import SessionChoice
 from sitekeep.errors import Forbidden, NotFound, SitekeepError, Unauthorized, error_json, quoted
-from sitekeep.live import Relay
 from sitekeep.service import Service
+from sitekeep.service.relay import Relay
 from sitekeep.ui.guard import check_origin
 
 __all__ = ["router", "serve_socket"]
@@ -53,7 +54,7 @@ LiveBody = SessionChoice
 async def create_live_session(who: Who, svc: Svc, body: LiveBody | None = None) -> dict[str, Any]:
     """Open (or return to) a session as the caller's one live session, and a one-shot
     ticket (single use, 30 s) for its WebSocket; a live session the caller had ends."""
-    return await svc.live.create(who, **(body or LiveBody()).model_dump())
+    return await svc.live.create(who, body or LiveBody())
 
 
 @router.post("/{id_}/ticket")
@@ -101,14 +102,14 @@ async def serve_socket(ws: WebSocket, svc: Service, id_: str) -> None:
         await ws.send_text(_refusal(exc))
         await ws.close(4401)
         return
-    browser = await svc.live_browser(who, live.key)
+    browser = await svc.live.browser(who, live.key)
     if browser is None:
         gone = f"session {quoted(live.key)} has no live browser: open it again"
         await ws.send_text(_refusal(NotFound("browser", live.key, message=gone)))
         await ws.close(4404)
         return
     relay = Relay(
-        svc,
+        svc.live,
         who,
         live,
         browser,

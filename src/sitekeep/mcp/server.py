@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import base64
 import functools
+import inspect
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import Context, Image, MCPServer
@@ -32,20 +33,23 @@ from mcp.types import (
 from pydantic import BaseModel, Field, ValidationError
 
 from sitekeep import __version__
-from sitekeep.errors import NotFound, SitekeepError, error_json
-from sitekeep.limits import MAX_NAME, MAX_URL
-from sitekeep.model import Principal
-from sitekeep.service import Service
-from sitekeep.steps import (
+from sitekeep.args import (
     OPERATIONS,
+    FlowBody,
     NavigateArgs,
+    OpenBody,
     PressArgs,
     ReadArgs,
+    SaveBody,
     SelectArgs,
     TypeArgs,
     TypeSecretArgs,
     invalid_input,
+    unchecked,
 )
+from sitekeep.errors import NotFound, SitekeepError, error_json
+from sitekeep.model import Principal
+from sitekeep.service import Service
 
 __all__ = ["DEFAULT_SESSION", "SESSION_HEADER", "PrincipalOf", "ServiceOf", "build_server"]
 
@@ -73,8 +77,37 @@ this connection's session."""
 
 
 def _doc(model: type[BaseModel], field: str) -> str:
-    """A field's description from ``sitekeep.steps``, so every facade documents it alike."""
+    """A field's description from ``sitekeep.args``, so every facade documents it alike."""
     return model.model_fields[field].description or ""
+
+
+def _with_fields_of(
+    model: type[BaseModel], *, exclude: Collection[str] = ()
+) -> Callable[[Callable[..., Awaitable[T]]], Callable[..., Awaitable[T]]]:
+    """Give a tool ``(ctx, key, **options)`` the parameters of ``model``'s fields after
+    ``ctx`` and ``key`` (but those in ``exclude``): their types, bounds, defaults and
+    descriptions as ``sitekeep.args`` writes them once for every facade."""
+
+    def give(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+        own = inspect.signature(fn, eval_str=True)
+        head = list(own.parameters.values())[:2]
+        fields = [
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=field.default,
+                annotation=Annotated[
+                    field.annotation, *field.metadata, Field(description=field.description)
+                ],
+            )
+            for name, field in model.model_fields.items()
+            if name not in exclude and name != "key"
+        ]
+        signature = inspect.Signature([*head, *fields], return_annotation=own.return_annotation)
+        fn.__signature__ = signature  # type: ignore[attr-defined]
+        return fn
+
+    return give
 
 
 Key = Annotated[
@@ -167,11 +200,11 @@ class _Server(MCPServer):
 async def _readable(service: Service, who: Principal) -> list[Resource]:
     """The resources of each of ``who``'s tenant's sessions (URIs of ``_resources``)."""
     found = []
-    for row in await service.sessions(who):
+    for row in await service.views.sessions(who):
         key = row["key"]
         base = f"sitekeep://sessions/{key}"
         found.append(_json_resource(f"{base}/current", f"{key}: current page"))
-        data = await service.site_data(who, key)
+        data = await service.views.site_data(who, key)
         found.append(_json_resource(f"{base}/site-data", f"{key}: site data by host"))
         for host in data["hosts"]:
             found.append(_json_resource(host["uri"], f"{key}: {host['site']}"))
@@ -208,7 +241,8 @@ def build_server(
         return (headers.get(SESSION_HEADER) if headers else None) or default_session
 
     async def act(ctx: Ctx, key: str | None, op: str, **args: Any) -> JSON:
-        return await service_of().act(principal_of(ctx), session_of(ctx, key), op, **args)
+        who, session = principal_of(ctx), session_of(ctx, key)
+        return await service_of().sessions.act(who, session, op, **args)
 
     _session_tools(server, service_of, principal_of, session_of)
     _page_tools(server, act)
@@ -241,52 +275,10 @@ def _session_tools(
         ),
     )
     @_guarded()
-    async def open_session(
-        ctx: Ctx,
-        key: Key = None,
-        url: Annotated[
-            str | None, Field(description="Where to land: an http(s) URL.", max_length=MAX_URL)
-        ] = None,
-        browser: Annotated[str | None, Field(description="chromium (the default).")] = None,
-        restore_site_data: Annotated[
-            bool, Field(description="false: open without saved site data and delete it.")
-        ] = True,
-        fresh: Annotated[
-            bool, Field(description="Close the open browser and start a new one.")
-        ] = False,
-        insecure: Annotated[
-            bool, Field(description="Accept bad certificates; restores and deletes nothing.")
-        ] = False,
-        keep_user_agent: Annotated[
-            bool | None,
-            Field(
-                description="true: run under the User-Agent the site data was saved under "
-                "(for sites that bind a sign-in to it); kept for this session."
-            ),
-        ] = None,
-        profile: Annotated[
-            str | None,
-            Field(
-                description="A profile's id (list_profiles) to sign in from.", max_length=MAX_NAME
-            ),
-        ] = None,
-        country: Annotated[
-            str | None,
-            Field(description="Two-letter country code of the proxy to use.", max_length=MAX_NAME),
-        ] = None,
-    ) -> JSON:
-        return await service_of().open_session(
-            principal_of(ctx),
-            key=session_of(ctx, key),
-            url=url,
-            browser=browser,
-            restore_site_data=restore_site_data,
-            fresh=fresh,
-            insecure=insecure,
-            keep_user_agent=keep_user_agent,
-            profile=profile,
-            country=country,
-        )
+    @_with_fields_of(OpenBody)
+    async def open_session(ctx: Ctx, key: Key = None, **options: Any) -> JSON:
+        opening = unchecked(OpenBody, key=session_of(ctx, key), **options)
+        return await service_of().sessions.open(principal_of(ctx), opening)
 
     @server.tool(
         name="save_site_data",
@@ -301,26 +293,11 @@ def _session_tools(
         ),
     )
     @_guarded()
-    async def save_site_data(
-        ctx: Ctx,
-        key: Key = None,
-        indexed_db: Annotated[
-            bool,
-            Field(
-                description="Also carry IndexedDB (sites that keep their sign-in there, "
-                "such as Firebase Auth)."
-            ),
-        ] = False,
-        profile: Annotated[
-            str | None,
-            Field(
-                description="A profile's id to write the saved site data into.",
-                max_length=MAX_NAME,
-            ),
-        ] = None,
-    ) -> JSON:
-        return await service_of().save_site_data(
-            principal_of(ctx), session_of(ctx, key), indexed_db=indexed_db, profile=profile
+    @_with_fields_of(SaveBody, exclude=("full",))
+    async def save_site_data(ctx: Ctx, key: Key = None, **options: Any) -> JSON:
+        saving = unchecked(SaveBody, **options)
+        return await service_of().sessions.save_site_data(
+            principal_of(ctx), session_of(ctx, key), saving
         )
 
     @server.tool(
@@ -336,7 +313,7 @@ def _session_tools(
     )
     @_guarded()
     async def list_profiles(ctx: Ctx) -> JSON:
-        return await service_of().list_profiles(principal_of(ctx))
+        return await service_of().profiles.list(principal_of(ctx))
 
     @server.tool(
         name="close_session",
@@ -349,7 +326,7 @@ def _session_tools(
     )
     @_guarded()
     async def close_session(ctx: Ctx, key: Key = None) -> JSON:
-        return await service_of().close_browser(principal_of(ctx), session_of(ctx, key))
+        return await service_of().sessions.close(principal_of(ctx), session_of(ctx, key))
 
     @server.tool(
         name="run_flow",
@@ -374,7 +351,8 @@ def _session_tools(
         ] = "stop",
         key: Key = None,
     ) -> JSON:
-        return await service_of().run_flow(principal_of(ctx), session_of(ctx, key), steps, on_error)
+        flow = unchecked(FlowBody, steps=steps, on_error=on_error)
+        return await service_of().flows.run(principal_of(ctx), session_of(ctx, key), flow)
 
 
 def _page_tools(server: MCPServer, act: Callable[..., Awaitable[JSON]]) -> None:
@@ -561,7 +539,7 @@ def _resources(server: MCPServer, service_of: ServiceOf, principal_of: Principal
     )
     @_guarded(resource=True)
     async def current(key: str, ctx: Ctx) -> str:
-        return dump(await service_of().current(principal_of(ctx), key))
+        return dump(await service_of().views.current(principal_of(ctx), key))
 
     @server.resource(
         "sitekeep://sessions/{key}/site-data",
@@ -571,7 +549,7 @@ def _resources(server: MCPServer, service_of: ServiceOf, principal_of: Principal
     )
     @_guarded(resource=True)
     async def site_data(key: str, ctx: Ctx) -> str:
-        return dump(await service_of().site_data(principal_of(ctx), key))
+        return dump(await service_of().views.site_data(principal_of(ctx), key))
 
     @server.resource(
         "sitekeep://sessions/{key}/site-data/{site}",
@@ -581,4 +559,4 @@ def _resources(server: MCPServer, service_of: ServiceOf, principal_of: Principal
     )
     @_guarded(resource=True)
     async def site_data_host(key: str, site: str, ctx: Ctx) -> str:
-        return dump(await service_of().site_data_host(principal_of(ctx), key, site))
+        return dump(await service_of().views.site_data_host(principal_of(ctx), key, site))

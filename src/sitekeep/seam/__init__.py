@@ -22,17 +22,19 @@ journal").
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sitekeep.browser.manager import BrowserManager
 from sitekeep.config import Settings
+from sitekeep.errors import StoreUnavailable
 from sitekeep.journal import Journal, JournalKey
 from sitekeep.metrics import Metrics
 from sitekeep.model import Principal
 from sitekeep.policy import check_key
-from sitekeep.profiles import Profiles
+from sitekeep.profiles import GatedProfiles
 from sitekeep.proxies import Proxies
 from sitekeep.seam.browsers import Browsers
 from sitekeep.seam.context import run_operation
@@ -63,6 +65,8 @@ __all__ = [
     "with_envelope",
 ]
 
+log = logging.getLogger(__name__)
+
 Body = Callable[[Session], Awaitable[dict[str, Any]]]
 
 
@@ -90,7 +94,7 @@ class Seam:
         browsers: BrowserManager,
         vault: Vault,
         journal: Journal,
-        profiles: Profiles,
+        profiles: GatedProfiles,
         proxies: Proxies,
         replica: str,
         own_origins: Callable[[], list[str]],
@@ -137,3 +141,12 @@ class Seam:
                 return await body(session)
             finally:
                 self.tracks.keep(session.track)
+
+    async def remove_journal(self, tenant: str, key: str) -> None:
+        """Remove the session's journal: it goes with the session (SPEC §8), deleted or
+        expired. A journal that cannot be removed is logged (the reaper tries again)."""
+        self.tracks.forget(tenant, key)
+        try:
+            await self.journal.remove(JournalKey(tenant, key))
+        except (OSError, StoreUnavailable) as exc:
+            log.warning("a journal could not be removed: %s", exc)

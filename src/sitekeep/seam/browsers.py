@@ -26,7 +26,7 @@ from sitekeep.config import Settings
 from sitekeep.errors import CapacityExceeded, Forbidden, InvalidInput, NotFound, StoreUnavailable
 from sitekeep.metrics import Metrics
 from sitekeep.model import BrowserRef, Principal, SessionRecord, SiteData
-from sitekeep.profiles import Profiles
+from sitekeep.profiles import GatedProfiles
 from sitekeep.proxies import Proxies
 from sitekeep.seam.records import Records, site_data_uri
 from sitekeep.stores.base import ClosedReason, Run, RunLedger
@@ -49,7 +49,7 @@ class Browsers:
     runs: RunLedger
     records: Records
     proxies: Proxies
-    profiles: Profiles
+    profiles: GatedProfiles
     metrics: Metrics
     replica: str
 

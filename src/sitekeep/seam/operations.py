@@ -20,6 +20,19 @@ from typing import Any, Protocol
 
 from sitekeep import history as hist
 from sitekeep.address import Refused, ServerAddress
+from sitekeep.args import (
+    AssertTextArgs,
+    ClickArgs,
+    NavigateArgs,
+    NoArgs,
+    PressArgs,
+    ReadArgs,
+    SaveArgs,
+    SelectArgs,
+    TypeArgs,
+    TypeSecretArgs,
+    WaitForArgs,
+)
 from sitekeep.browser import inputs, keys, page
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.errors import (
@@ -35,19 +48,6 @@ from sitekeep.model import RefMap, SiteData
 from sitekeep.policy import check_url
 from sitekeep.seam.saving import SiteDataRead
 from sitekeep.secrets import SecretInfo, host_allowed
-from sitekeep.steps import (
-    AssertTextArgs,
-    ClickArgs,
-    NavigateArgs,
-    NoArgs,
-    PressArgs,
-    ReadArgs,
-    SaveArgs,
-    SelectArgs,
-    TypeArgs,
-    TypeSecretArgs,
-    WaitForArgs,
-)
 
 __all__ = ["HANDLERS", "MAX_TYPED_SECRETS", "Context", "Done", "SecretsReader", "SiteDataReader"]
 
@@ -328,4 +328,4 @@ HANDLERS: dict[str, Handler] = {
     "assert_text": _assert_text,
     "save_site_data": _save,
 }
-"""Operation name → what it does; arguments as ``sitekeep.steps`` validates them."""
+"""Operation name → what it does; arguments as ``sitekeep.args`` validates them."""

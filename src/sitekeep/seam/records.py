@@ -167,6 +167,22 @@ class Records:
         """The keys of ``tenant``'s sessions (from the store's index)."""
         return [k.rsplit("/", 1)[-1] for k in await self.store.keys(record_key(tenant, ""))]
 
+    async def of_tenant(self, tenant: str) -> list[SessionRecord]:
+        """Every session record of ``tenant``, most recently used first (one store
+        round trip for the records, not one each)."""
+        found = await self.load_many(tenant, await self.keys_of(tenant))
+        kept = [r for r in found if r is not None and r.tenant == tenant]
+        return sorted(kept, key=lambda r: r.last_used_at, reverse=True)
+
+    async def of_tenant_with_snapshots(
+        self, tenant: str
+    ) -> list[tuple[SessionRecord, SiteData | None]]:
+        """:meth:`of_tenant`, each with its snapshot (None without one): two store round
+        trips whatever the number of sessions."""
+        found = await self.load_with_snapshots(tenant, await self.keys_of(tenant))
+        pairs = [(r, snap) for r, snap in found if r is not None and r.tenant == tenant]
+        return sorted(pairs, key=lambda pair: pair[0].last_used_at, reverse=True)
+
     async def put(self, record: SessionRecord) -> None:
         """Write the record — only over the revision this call read (SPEC §13: a replica
         whose lock ran out never overwrites a newer record) — and move its snapshot's

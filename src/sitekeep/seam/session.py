@@ -92,7 +92,7 @@ class Session:
         self, op: str, args: BaseModel, *, step: int | None = None
     ) -> dict[str, Any]:
         """Run agent operation ``op`` (``operations.HANDLERS``; arguments as
-        ``sitekeep.steps`` validated them) journaled. Returns its result with ``{url,
+        ``sitekeep.args`` validated them) journaled. Returns its result with ``{url,
         title}`` (or ``url_withheld``).
 
         Raises:

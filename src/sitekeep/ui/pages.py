@@ -2,7 +2,7 @@
 
 Every page but sign-in needs a sign-in (the ``sitekeep_admin`` cookie, :mod:`.guard`);
 every write also passes :func:`~sitekeep.ui.guard.check_write`. Handlers call
-``service.admin`` — the same use cases as the admin API — and render templates
+the service's rooms — the same use cases as the admin API — and render templates
 (``ui/templates``, autoescaped: a hostile page's URL, storage key or cookie name shows as
 text). Errors become pages, or plain text for htmx requests.
 
@@ -41,14 +41,14 @@ from fastapi.routing import APIRoute
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from sitekeep import panes
-from sitekeep.admin import SignIn, sign_in_ref
 from sitekeep.api.app import Svc
 from sitekeep.api.errors import STATUS
-from sitekeep.auth import hash_token, token_id
+from sitekeep.args import SecretBody, SessionChoice, unchecked
 from sitekeep.errors import InvalidInput, NotFound, SitekeepError
-from sitekeep.live import LiveSession
 from sitekeep.model import Principal
 from sitekeep.service import Service
+from sitekeep.service.live import LiveSession
+from sitekeep.service.signins import SignIn, sign_in_ref
 from sitekeep.ui.guard import (
     check_csrf,
     check_origin,
@@ -182,7 +182,7 @@ def _error(request: Request, exc: SitekeepError) -> Response:
 
 async def _signed(request: Request, svc: Svc) -> SignIn:
     for sid in sign_in_ids(request):
-        signed = await svc.admin.signed_in(sid)
+        signed = await svc.sign_ins.signed_in(sid)
         if signed is not None:
             request.state.sid = sid
             return signed
@@ -206,7 +206,7 @@ Writer = Annotated[SignIn, Depends(_writer)]
 
 
 def sign_in_of(request: Request) -> str:
-    """The reference (:func:`sitekeep.admin.sign_in_ref`) of the sign-in a request passed
+    """The reference (``signins.sign_in_ref``) of the sign-in a request passed
     :data:`Signed` or :data:`Writer` with."""
     return sign_in_ref(request.state.sid)
 
@@ -223,7 +223,7 @@ async def _resolve_token(svc: Service, token: str) -> Principal | None:
     # The service's one authenticator; a sign-in asks it once and keeps no token. Fresh
     # from the store: a sign-in lasts hours, so no memory of a since-revoked token may
     # make one.
-    return await svc.auth.resolve(token, fresh=True)
+    return await svc.sign_ins.resolve(token)
 
 
 @router.post("/admin/sign-in")
@@ -239,13 +239,13 @@ async def sign_in(request: Request, svc: Svc) -> Response:
         error = "That is a member's token: the admin UI needs an admin's."
         return _render("sign_in.html", 403, error=error)
     for old in sign_in_ids(request):  # a new id every time: nothing planted is kept
-        await svc.admin.sign_out(old)
-    sid, _ = await svc.admin.sign_in(who, token_id(hash_token(token)))
+        await svc.sign_ins.sign_out(old)
+    sid, _ = await svc.sign_ins.sign_in_with(who, token)
     # Asked again once the sign-in is written: a revocation that ran since the check
     # above swept the sign-ins before this one existed, so it would last hours. One that
     # runs after this look sweeps it (its delete comes before its sweep).
     if await _resolve_token(svc, token) is None:
-        await svc.admin.sign_out(sid)
+        await svc.sign_ins.sign_out(sid)
         return _render("sign_in.html", 401, error="That is not a token of this server.")
     response = RedirectResponse("/admin", status_code=303)
     set_sign_in_cookie(request, response, sid)
@@ -254,7 +254,7 @@ async def sign_in(request: Request, svc: Svc) -> Response:
 
 @router.post("/admin/sign-out")
 async def sign_out(request: Request, signed: Writer, svc: Svc) -> Response:
-    await svc.admin.sign_out(request.state.sid)
+    await svc.sign_ins.sign_out(request.state.sid)
     response = RedirectResponse("/admin/sign-in?out", status_code=303)
     clear_sign_in_cookie(response)
     return response
@@ -264,7 +264,7 @@ async def sign_out(request: Request, signed: Writer, svc: Svc) -> Response:
 
 
 def _now(svc: Service) -> float:
-    return svc._clock()
+    return svc.sign_ins.now()
 
 
 @router.get("/admin")
@@ -433,7 +433,7 @@ async def _secrets_page(
         status,
         signed=signed,
         section="secrets",
-        secrets=await svc.admin.secrets(signed.principal),
+        secrets=await svc.catalogue.secrets(signed.principal),
         now=_now(svc),
         **{"error": None, "saved": None, "deleted": None, **context},
     )
@@ -468,9 +468,8 @@ async def save_secret(request: Request, signed: Writer, svc: Svc) -> Response:
     try:
         hosts = [h for h in re.split(r"[\s,]+", kept["hosts"]) if h]
         values = _values(form.get("values", ""))
-        info = await svc.admin.put_secret(
-            signed.principal, kept["name"], kept["description"], hosts, values
-        )
+        body = unchecked(SecretBody, description=kept["description"], hosts=hosts, values=values)
+        info = await svc.catalogue.put_secret(signed.principal, kept["name"], body)
     except InvalidInput as exc:
         return await _secrets_page(signed, svc, 400, error=exc.message, form=kept)
     return RedirectResponse(f"/admin/ui/secrets?saved={info.name}", status_code=303)
@@ -478,7 +477,7 @@ async def save_secret(request: Request, signed: Writer, svc: Svc) -> Response:
 
 @router.post("/admin/ui/secrets/{name}/delete")
 async def delete_secret(name: str, signed: Writer, svc: Svc) -> Response:
-    await svc.admin.delete_secret(signed.principal, name)
+    await svc.catalogue.delete_secret(signed.principal, name)
     return RedirectResponse(f"/admin/ui/secrets?deleted={name}", status_code=303)
 
 
@@ -492,7 +491,7 @@ async def tokens_page(request: Request, signed: Signed, svc: Svc) -> HTMLRespons
         "tokens.html",
         signed=signed,
         section="tokens",
-        tokens=await svc.admin.tokens(signed.principal),
+        tokens=await svc.catalogue.tokens(signed.principal),
         now=_now(svc),
         revoked=request.query_params.get("revoked"),
     )
@@ -500,7 +499,7 @@ async def tokens_page(request: Request, signed: Signed, svc: Svc) -> HTMLRespons
 
 @router.post("/admin/ui/tokens/{id_}/revoke")
 async def revoke_token(id_: str, signed: Writer, svc: Svc) -> Response:
-    info = await svc.admin.revoke_token(signed.principal, id_)
+    info = await svc.catalogue.revoke_token(signed.principal, id_)
     return RedirectResponse(f"/admin/ui/tokens?revoked={info.id}", status_code=303)
 
 
@@ -532,13 +531,13 @@ async def live_open(request: Request, signed: Writer, svc: Svc) -> Response:
     form: dict[str, str] = request.state.form
     kept = {k: form.get(k, "").strip() for k in _LIVE_FORM}
     try:
-        live = await svc.live.create(
-            signed.principal,
+        choice = unchecked(
+            SessionChoice,
             key=kept["key"] or None,
             browser=kept["browser"] or None,
             url=kept["url"] or None,
-            sign_in=sign_in_of(request),
         )
+        live = await svc.live.create(signed.principal, choice, sign_in=sign_in_of(request))
     except InvalidInput as exc:
         return await _live_start(signed, svc, 400, error=exc.message, form=kept)
     return RedirectResponse(f"/admin/ui/live/{live['id']}", status_code=303)
@@ -555,7 +554,7 @@ async def _own_live(signed: SignIn, svc: Service, id_: str) -> LiveSession:
 @router.get("/admin/ui/live/{id_}")
 async def live_page(id_: str, signed: Signed, svc: Svc) -> HTMLResponse:
     live = await _own_live(signed, svc, id_)
-    record = await svc.record(signed.principal, live.key)
+    record = await svc.views.record(signed.principal, live.key)
     return _render(
         "live.html",
         signed=signed,
