@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from sitekeep import interop
 from sitekeep.cli import app
-from sitekeep.cli_interop import FORMATS
+from sitekeep.cli.interop import FORMATS
 
 WIDE = {"COLUMNS": "200"}
 HEAVY = (

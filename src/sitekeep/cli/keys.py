@@ -18,6 +18,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from sitekeep.cli.support import load_settings, with_service
+
 if TYPE_CHECKING:
     from sitekeep.service import Service
     from sitekeep.stores.cipher import KeyFile
@@ -70,8 +72,6 @@ def rotate(
 ) -> None:
     """Reseal every secret, profile, snapshot and session mask under a new key."""
     from sitekeep import rotation
-    from sitekeep.cli import with_service
-    from sitekeep.cli_support import load_settings
     from sitekeep.stores.cipher import KeyFile
 
     settings = load_settings()
@@ -99,7 +99,6 @@ def rotate(
 def status() -> None:
     """The key ring and how many blobs each key seals now."""
     from sitekeep import rotation
-    from sitekeep.cli import with_service
 
     async def use(svc: Service) -> tuple[list[str], str, dict[str, int]]:
         ring = svc.cipher.ring

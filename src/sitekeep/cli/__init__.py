@@ -3,7 +3,7 @@ import/export, secret, journal, runs, stop.
 
 Only typer and what the help needs are imported at start: every command imports what it
 uses, so ``sitekeep --help`` stays under half a second (``bench/cli_help.py``). Shared
-helpers live in :mod:`sitekeep.cli_support`.
+helpers live in :mod:`sitekeep.cli.support`.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sitekeep import __version__
-from sitekeep.cli_interop import export_command, import_command
-from sitekeep.cli_journal import journal_app
-from sitekeep.cli_keys import keys_app
-from sitekeep.cli_profiles import profile_app
-from sitekeep.cli_proxies import proxy_app
-from sitekeep.cli_secrets import secret_app
-from sitekeep.cli_support import (
+from sitekeep.cli.interop import export_command, import_command
+from sitekeep.cli.journal import journal_app
+from sitekeep.cli.keys import keys_app
+from sitekeep.cli.profiles import profile_app
+from sitekeep.cli.proxies import proxy_app
+from sitekeep.cli.secrets import secret_app
+from sitekeep.cli.support import (
     command_group,
     console,
     err,

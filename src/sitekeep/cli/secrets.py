@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from sitekeep.cli_support import command_group, console, fail, with_service
+from sitekeep.cli.support import command_group, console, fail, with_service
 from sitekeep.errors import InvalidInput, NotFound, SitekeepError
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from rich.console import Console
 if TYPE_CHECKING:
     from sitekeep.journal import Journal, JournalKey, Replayed
 
-from sitekeep.cli_support import command_group
+from sitekeep.cli.support import command_group
 
 __all__ = ["journal_app"]
 

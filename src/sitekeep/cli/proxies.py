@@ -13,6 +13,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from sitekeep.cli.support import with_service
+
 if TYPE_CHECKING:
     from sitekeep.model import Principal
     from sitekeep.service import Service
@@ -32,8 +34,6 @@ def _operator(tenant: str) -> Principal:
 
 
 def _run(use: Any) -> Any:
-    from sitekeep.cli import with_service  # sitekeep.cli imports this module
-
     return with_service(use)
 
 
