@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from sitekeep.cli.profiles import Actor, Member, acting
-from sitekeep.cli.support import with_service
+from sitekeep.cli.support import Actor, Member, acting, with_service
 from sitekeep.errors import SitekeepError
 
 if TYPE_CHECKING:
