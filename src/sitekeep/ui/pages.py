@@ -42,7 +42,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from sitekeep import panes
 from sitekeep.admin import SignIn, sign_in_ref
-from sitekeep.api.app import Svc
+from sitekeep.api.deps import Svc
 from sitekeep.api.errors import STATUS
 from sitekeep.auth import hash_token, token_id
 from sitekeep.errors import InvalidInput, NotFound, SitekeepError

@@ -36,7 +36,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 
 from sitekeep.admin import SignIn
-from sitekeep.api.app import Svc
+from sitekeep.api.deps import Svc
 from sitekeep.cookies import cookie_host, covers_host
 from sitekeep.errors import InvalidInput, NotFound
 from sitekeep.model import Principal, SiteData
