@@ -5,7 +5,7 @@ per area: ``api/sessions.py``, ``api/admin.py``…, all taking their request dep
 from :mod:`sitekeep.api.deps`) and the admin UI are included; errors are mapped in one
 table (``api.errors``). Every ``/v1`` route needs ``Authorization: Bearer <token>``; the
 token names the tenant, subject and role (``sitekeep token create``). MCP over streamable
-HTTP is served at ``/mcp`` behind the same token (``sitekeep.mcp.http``).
+HTTP is served at ``/mcp`` behind the same token (``sitekeep.api.mcp``).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from sitekeep.api import admin, live, ops, profiles, proxies, secrets, sessions,
 from sitekeep.api.body import BodyGuard
 from sitekeep.api.deps import get_admin, get_principal
 from sitekeep.api.errors import install_error_handlers
+from sitekeep.api.mcp import mcp_route, principal_from_request
 from sitekeep.api.openapi import install_openapi
 from sitekeep.config import Settings
 from sitekeep.mcp import build_server
-from sitekeep.mcp.http import mcp_route, principal_from_request
 from sitekeep.service import Service
 from sitekeep.ui import install as install_admin_ui
 
