@@ -29,7 +29,8 @@ from typing import Any
 import anyio
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
-from sitekeep.api.app import Ident, SessionChoice, Svc, Who
+from sitekeep.api.deps import Ident, Svc, Who
+from sitekeep.api.sessions import SessionChoice
 from sitekeep.errors import Forbidden, NotFound, SitekeepError, Unauthorized, error_json, quoted
 from sitekeep.live import Relay
 from sitekeep.service import Service

@@ -19,13 +19,13 @@ Routes::
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 from pydantic import Field
 
-from sitekeep.api.app import KEY_PATTERN, Ident, Key, Svc, Who
 from sitekeep.api.body import StrictBody
+from sitekeep.api.deps import JSON, KEY_PATTERN, Ident, Key, Svc, Who
 from sitekeep.limits import (
     MAX_COOKIE,
     MAX_COOKIES,
@@ -36,8 +36,6 @@ from sitekeep.limits import (
 )
 
 __all__ = ["router", "sessions_router"]
-
-JSON = dict[str, Any]
 
 
 class CreateBody(StrictBody):

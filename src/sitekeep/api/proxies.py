@@ -14,18 +14,14 @@ Routes::
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 from pydantic import Field
 
-from sitekeep.api.app import Admin, Name, Svc, Who
 from sitekeep.api.body import StrictBody
+from sitekeep.api.deps import JSON, Admin, Name, Svc, Who
 from sitekeep.limits import MAX_NAME, MAX_URL
 
 __all__ = ["ProxyBody", "router"]
-
-JSON = dict[str, Any]
 
 
 class ProxyBody(StrictBody):

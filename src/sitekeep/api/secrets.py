@@ -15,19 +15,17 @@ Routes (each answers ``{name, description, hosts, keys, updated_at}`` per secret
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter
 from pydantic import Field
 
-from sitekeep.api.app import Admin, Name, Svc, Who
 from sitekeep.api.body import StrictBody
+from sitekeep.api.deps import JSON, Admin, Name, Svc, Who
 from sitekeep.limits import MAX_DESCRIPTION, MAX_HOSTS, MAX_SECRET_KEYS, MAX_SITE, MAX_TEXT
 from sitekeep.secrets import SecretInfo
 
 __all__ = ["SecretBody", "router"]
-
-JSON = dict[str, Any]
 
 
 class SecretBody(StrictBody):

@@ -20,7 +20,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 
-from sitekeep.api.app import Svc
+from sitekeep.api.deps import Svc
 from sitekeep.browser.handover_bidi import BidiRefusal
 from sitekeep.browser.handover_classic import Refusal
 from sitekeep.errors import BrowserUnavailable, CapacityExceeded, Forbidden

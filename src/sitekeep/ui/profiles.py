@@ -2,8 +2,8 @@
 
 They call the profile and proxy use cases of the service (``create_profile``,
 ``list_profiles``, ``update_profile``, ``capture_profile``, ``state_preview``,
-``list_proxies``, ``put_proxy``, ``delete_proxy`` and ``profiles.delete`` — issue #12),
-typed here by :class:`ProfilesPort`; on a server without them the pages say so (404).
+``list_proxies``, ``put_proxy``, ``delete_proxy`` and ``profiles.delete`` — issue #12) and
+answer through :mod:`.render`, as :mod:`.pages` does.
 
 The wizard: name + country → a live browser (:mod:`sitekeep.live`) on a new session →
 sign in to any number of sites → a polled state preview with the auth cookies the
@@ -28,78 +28,36 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, cast
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 
 from sitekeep.admin import SignIn
-from sitekeep.api.app import Svc
+from sitekeep.api.deps import Svc
 from sitekeep.cookies import cookie_host, covers_host
-from sitekeep.errors import InvalidInput, NotFound
+from sitekeep.errors import InvalidInput
 from sitekeep.model import Principal, SiteData
-from sitekeep.profiles import Loaded, Op, first_site
+from sitekeep.profiles import first_site
 from sitekeep.service import Service
-from sitekeep.ui.pages import Signed, Writer, _now, _own_live, _render, _UiRoute, sign_in_of
+from sitekeep.ui.render import (
+    Signed,
+    UiRoute,
+    Writer,
+    form_page,
+    kept,
+    now,
+    own_live,
+    render,
+    see_other,
+    sign_in_of,
+)
 
-__all__ = ["ProfilesPort", "router"]
+__all__ = ["expiry_chip", "landing", "router"]
 
-router = APIRouter(route_class=_UiRoute, include_in_schema=False)
-
-
-class _ProfileStore(Protocol):
-    async def delete(self, who: Principal, ident: str) -> None: ...
-
-    async def load(self, who: Principal, ident: str, op: Op) -> Loaded: ...
-
-
-class ProfilesPort(Protocol):
-    """The service's profile and proxy use cases these pages call (issue #12)."""
-
-    profiles: _ProfileStore
-
-    async def create_profile(
-        self, who: Principal, name: str, visibility: str = ..., country: str | None = ...
-    ) -> dict[str, Any]: ...
-
-    async def list_profiles(self, who: Principal) -> dict[str, Any]: ...
-
-    async def get_profile(self, who: Principal, ident: str) -> dict[str, Any]: ...
-
-    async def update_profile(
-        self, who: Principal, ident: str, changes: Mapping[str, Any]
-    ) -> dict[str, Any]: ...
-
-    async def capture_profile(
-        self,
-        who: Principal,
-        ident: str,
-        session: str,
-        cookies: Sequence[Mapping[str, object]] | None = ...,
-    ) -> dict[str, Any]: ...
-
-    async def state_preview(self, who: Principal, key: str) -> dict[str, Any]: ...
-
-    async def list_proxies(self, who: Principal) -> dict[str, Any]: ...
-
-    async def put_proxy(
-        self, who: Principal, name: str, country: str, url: str, auth_secret: str | None = ...
-    ) -> dict[str, Any]: ...
-
-    async def delete_proxy(self, who: Principal, name: str) -> None: ...
-
-
-def _port(svc: Service) -> ProfilesPort:
-    """The service as :class:`ProfilesPort`.
-
-    Raises:
-        NotFound: this server has no profiles yet.
-    """
-    if not hasattr(svc, "list_profiles"):
-        raise NotFound("page", "profiles", message="this server has no profiles page yet")
-    return cast(ProfilesPort, svc)
+router = APIRouter(route_class=UiRoute, include_in_schema=False)
 
 
 # -- the list -------------------------------------------------------------------------------
@@ -116,46 +74,45 @@ def expiry_chip(profile: Mapping[str, Any]) -> str:
 
 @router.get("/admin/ui/profiles")
 async def profiles_page(request: Request, signed: Signed, svc: Svc) -> HTMLResponse:
-    listed = await _port(svc).list_profiles(signed.principal)
-    return _render(
+    listed = await svc.list_profiles(signed.principal)
+    return render(
         "profiles.html",
         signed=signed,
         section="profiles",
         profiles=listed["profiles"],
-        now=listed.get("now", _now(svc)),
+        now=listed.get("now", now(svc)),
         chip=expiry_chip,
         done=request.query_params.get("done"),
     )
 
 
 def _back(done: str) -> RedirectResponse:
-    return RedirectResponse(f"/admin/ui/profiles?done={quote(done)}", status_code=303)
+    return see_other(f"/admin/ui/profiles?done={quote(done)}")
 
 
 @router.post("/admin/ui/profiles/{ident}/share")
 async def share_profile(ident: str, signed: Writer, svc: Svc) -> Response:
-    changed = await _port(svc).update_profile(signed.principal, ident, {"visibility": "workspace"})
+    changed = await svc.update_profile(signed.principal, ident, {"visibility": "workspace"})
     return _back(f"{changed['name']} is shared with the workspace.")
 
 
 @router.post("/admin/ui/profiles/{ident}/private")
 async def private_profile(ident: str, signed: Writer, svc: Svc) -> Response:
-    changed = await _port(svc).update_profile(signed.principal, ident, {"visibility": "private"})
+    changed = await svc.update_profile(signed.principal, ident, {"visibility": "private"})
     return _back(f"{changed['name']} is private.")
 
 
 @router.post("/admin/ui/profiles/{ident}/rename")
 async def rename_profile(request: Request, ident: str, signed: Writer, svc: Svc) -> Response:
     name = request.state.form.get("name", "")
-    changed = await _port(svc).update_profile(signed.principal, ident, {"name": name})
+    changed = await svc.update_profile(signed.principal, ident, {"name": name})
     return _back(f"Renamed to {changed['name']}.")
 
 
 @router.post("/admin/ui/profiles/{ident}/delete")
 async def delete_profile(ident: str, signed: Writer, svc: Svc) -> Response:
-    port = _port(svc)
-    profile = await port.get_profile(signed.principal, ident)
-    await port.profiles.delete(signed.principal, ident)
+    profile = await svc.get_profile(signed.principal, ident)
+    await svc.profiles.delete(signed.principal, ident)
     return _back(f"Deleted {profile['name']}.")
 
 
@@ -185,9 +142,8 @@ def landing(site_data: SiteData) -> str | None:
 @router.post("/admin/ui/profiles/{ident}/sign-in-again")
 async def sign_in_again(request: Request, ident: str, signed: Writer, svc: Svc) -> Response:
     """The wizard, warm: a new session restored from the profile, on its first site."""
-    port = _port(svc)
-    profile = await port.get_profile(signed.principal, ident)
-    loaded = await port.profiles.load(signed.principal, ident, "use")
+    profile = await svc.get_profile(signed.principal, ident)
+    loaded = await svc.profiles.load(signed.principal, ident, "use")
     url = landing(loaded.site_data)
     browser = request.state.form.get("browser") or None
     live = await svc.live.create(
@@ -200,7 +156,7 @@ async def sign_in_again(request: Request, ident: str, signed: Writer, svc: Svc) 
         sign_in=sign_in_of(request),
     )
     query = f"name={quote(profile['name'])}&profile={quote(ident)}"
-    return RedirectResponse(f"/admin/ui/wizard/{live['id']}?{query}", status_code=303)
+    return see_other(f"/admin/ui/wizard/{live['id']}?{query}")
 
 
 # -- the wizard -----------------------------------------------------------------------------
@@ -213,18 +169,16 @@ def _wizard_key() -> str:
 
 
 async def _countries(svc: Service, who: Principal) -> list[str]:
-    listed = await _port(svc).list_proxies(who)
+    listed = await svc.list_proxies(who)
     return [str(c) for c in listed.get("countries", [])]
 
 
 async def _new_page(
     signed: SignIn, svc: Service, status: int = 200, **context: Any
 ) -> HTMLResponse:
-    context.setdefault("form", _NEW_FORM)
-    context.setdefault("error", None)
     countries = await _countries(svc, signed.principal)
-    return _render(
-        "wizard_new.html", status, signed=signed, section="profiles", countries=countries, **context
+    return form_page(
+        "wizard_new.html", signed, "profiles", _NEW_FORM, status, countries=countries, **context
     )
 
 
@@ -236,29 +190,28 @@ async def new_profile_page(signed: Signed, svc: Svc) -> HTMLResponse:
 @router.post("/admin/ui/profiles/new")
 async def new_profile(request: Request, signed: Writer, svc: Svc) -> Response:
     """Name + country → a live browser on a new session (nothing is saved yet)."""
-    form: dict[str, str] = request.state.form
-    kept = {k: form.get(k, "").strip() for k in _NEW_FORM}
-    if not kept["name"]:
-        return await _new_page(signed, svc, 400, error="Name the profile.", form=kept)
+    typed = kept(request, _NEW_FORM)
+    if not typed["name"]:
+        return await _new_page(signed, svc, 400, error="Name the profile.", form=typed)
     try:
         live = await svc.live.create(
             signed.principal,
             key=_wizard_key(),
-            browser=kept["browser"] or None,
-            country=kept["country"] or None,
+            browser=typed["browser"] or None,
+            country=typed["country"] or None,
             sign_in=sign_in_of(request),
         )
     except InvalidInput as exc:
-        return await _new_page(signed, svc, 400, error=exc.message, form=kept)
-    query = f"name={quote(kept['name'])}&country={quote(kept['country'])}"
-    return RedirectResponse(f"/admin/ui/wizard/{live['id']}?{query}", status_code=303)
+        return await _new_page(signed, svc, 400, error=exc.message, form=typed)
+    query = f"name={quote(typed['name'])}&country={quote(typed['country'])}"
+    return see_other(f"/admin/ui/wizard/{live['id']}?{query}")
 
 
 @router.get("/admin/ui/wizard/{live_id}")
 async def wizard_page(request: Request, live_id: str, signed: Signed, svc: Svc) -> HTMLResponse:
-    live = await _own_live(signed, svc, live_id)
+    live = await own_live(signed, svc, live_id)
     query = request.query_params
-    return _render(
+    return render(
         "wizard.html",
         signed=signed,
         section="profiles",
@@ -275,8 +228,8 @@ async def wizard_page(request: Request, live_id: str, signed: Signed, svc: Svc) 
 async def wizard_preview(live_id: str, signed: Signed, svc: Svc) -> JSONResponse:
     """The live browser's cookies by domain — names, expiry, flags, the default selection
     and the server's ``now``; never a value."""
-    live = await _own_live(signed, svc, live_id)
-    return JSONResponse(await _port(svc).state_preview(signed.principal, live.key))
+    live = await own_live(signed, svc, live_id)
+    return JSONResponse(await svc.state_preview(signed.principal, live.key))
 
 
 def _selection(text: str) -> list[dict[str, str]]:
@@ -299,17 +252,16 @@ async def wizard_save(request: Request, live_id: str, signed: Writer, svc: Svc) 
     """Save profile: create it (or, signing in again, keep it), capture the selected
     cookies from the live browser, then delete the wizard's session."""
     who = signed.principal
-    live = await _own_live(signed, svc, live_id)
+    live = await own_live(signed, svc, live_id)
     form: dict[str, str] = request.state.form
-    port = _port(svc)
     cookies = _selection(form.get("cookies", ""))
     ident = form.get("profile", "")
     if not ident:
-        created = await port.create_profile(
+        created = await svc.create_profile(
             who, form.get("name", "").strip(), "private", form.get("country") or None
         )
         ident = created["id"]
-    saved = await port.capture_profile(who, ident, live.key, cookies)
+    saved = await svc.capture_profile(who, ident, live.key, cookies)
     await svc.live.end(who, live.id)
     await svc.delete_session(who, live.key)
     name = saved.get("profile", {}).get("name") or form.get("name", "")
@@ -319,10 +271,10 @@ async def wizard_save(request: Request, live_id: str, signed: Writer, svc: Svc) 
 @router.post("/admin/ui/wizard/{live_id}/discard")
 async def wizard_discard(live_id: str, signed: Writer, svc: Svc) -> Response:
     """Close without saving: the wizard's session goes, nothing is kept."""
-    live = await _own_live(signed, svc, live_id)
+    live = await own_live(signed, svc, live_id)
     await svc.live.end(signed.principal, live.id)
     await svc.delete_session(signed.principal, live.key)
-    return RedirectResponse("/admin/ui/profiles", status_code=303)
+    return see_other("/admin/ui/profiles")
 
 
 # -- proxies --------------------------------------------------------------------------------
@@ -333,17 +285,16 @@ _PROXY_FORM = {"name": "", "country": "", "url": "", "auth_secret": ""}
 async def _proxies_page(
     signed: SignIn, svc: Service, status: int = 200, **context: Any
 ) -> HTMLResponse:
-    listed = await _port(svc).list_proxies(signed.principal)
-    context.setdefault("form", _PROXY_FORM)
-    context.setdefault("error", None)
+    listed = await svc.list_proxies(signed.principal)
     context.setdefault("done", None)
-    return _render(
+    return form_page(
         "proxies.html",
+        signed,
+        "proxies",
+        _PROXY_FORM,
         status,
-        signed=signed,
-        section="proxies",
         proxies=listed["proxies"],
-        now=_now(svc),
+        now=now(svc),
         **context,
     )
 
@@ -356,23 +307,22 @@ async def proxies_page(request: Request, signed: Signed, svc: Svc) -> HTMLRespon
 @router.post("/admin/ui/proxies")
 async def save_proxy(request: Request, signed: Writer, svc: Svc) -> Response:
     """Add or replace a proxy; its credentials are a secret's name, never a value."""
-    form: dict[str, str] = request.state.form
-    kept = {k: form.get(k, "").strip() for k in _PROXY_FORM}
+    typed = kept(request, _PROXY_FORM)
     try:
-        saved = await _port(svc).put_proxy(
+        saved = await svc.put_proxy(
             signed.principal,
-            kept["name"],
-            kept["country"],
-            kept["url"],
-            kept["auth_secret"] or None,
+            typed["name"],
+            typed["country"],
+            typed["url"],
+            typed["auth_secret"] or None,
         )
     except InvalidInput as exc:
-        return await _proxies_page(signed, svc, 400, error=exc.message, form=kept)
+        return await _proxies_page(signed, svc, 400, error=exc.message, form=typed)
     done = quote(f"Saved {saved['name']}.")
-    return RedirectResponse(f"/admin/ui/proxies?done={done}", status_code=303)
+    return see_other(f"/admin/ui/proxies?done={done}")
 
 
 @router.post("/admin/ui/proxies/{name}/delete")
 async def delete_proxy(name: str, signed: Writer, svc: Svc) -> Response:
-    await _port(svc).delete_proxy(signed.principal, name)
-    return RedirectResponse(f"/admin/ui/proxies?done={quote(f'Deleted {name}.')}", status_code=303)
+    await svc.delete_proxy(signed.principal, name)
+    return see_other(f"/admin/ui/proxies?done={quote(f'Deleted {name}.')}")
