@@ -51,6 +51,7 @@ __all__ = [
     "MAX_KEY",
     "MAX_NAME",
     "MAX_SITE",
+    "MAX_URL",
     "OPERATIONS",
     "Args",
     "AssertTextArgs",

@@ -97,7 +97,7 @@ async def centre(api: Api, key: str, in_frame: bool = False) -> tuple[int, int]:
 
 
 class LiveSocket:
-    """A live socket's relay (:class:`sitekeep.live.Relay`) on a session's real browser,
+    """A live socket's relay (:class:`sitekeep.service.relay.Relay`) on a session's real browser,
     its messages in and out as JSON text, as the WebSocket carries them."""
 
     def __init__(self, api: Api, key: str) -> None:

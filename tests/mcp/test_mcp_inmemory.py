@@ -76,6 +76,21 @@ def ref_of(snapshot: dict[str, Any], role: str, name: str) -> str:
     raise AssertionError(f"no {role} named {name!r} in {snapshot['elements']}")
 
 
+async def test_the_tools_reach_the_service_through_the_servers_lifespan(service: Service) -> None:
+    asked: list[Service] = []
+
+    def service_of() -> Service:
+        asked.append(service)
+        return service
+
+    server = build_server(service_of, lambda _ctx: WHO)
+    assert asked == []  # built before the service is needed: the HTTP app's case
+    async with Client(server) as connected:
+        for _ in range(3):
+            assert (await call(connected, "list_profiles"))["profiles"] == []
+    assert asked == [service]  # once, as the server started
+
+
 async def test_tools_are_listed_with_honest_annotations(client: Client) -> None:
     tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert set(tools) == PAGE_TOOLS | {

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 
 from sitekeep import interop
 from sitekeep.cli import app
-from sitekeep.cli_interop import FORMATS
+from sitekeep.cli.interop import FORMATS
 
 WIDE = {"COLUMNS": "200"}
 HEAVY = (
@@ -38,6 +39,28 @@ def test_importing_the_command_loads_none_of_the_heavy_modules() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout.split()
     assert loaded == []
+
+
+SERVER = ("anyio", "mcp", "sitekeep.mcp", "sitekeep.service", "selenium", "sqlalchemy")
+"""What serving MCP loads: ``sitekeep mcp`` without a token needs none of it to say so."""
+
+
+def test_mcp_without_a_token_says_so_before_loading_the_server(tmp_path: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from sitekeep.cli import main\n"
+        "sys.argv = ['sitekeep', 'mcp']\n"
+        "try:\n    main()\n"
+        "except SystemExit as exit:\n"
+        f"    loaded = [m for m in {SERVER!r} if m in sys.modules]\n"
+        "    print(exit.code, *loaded)"
+    )
+    env = {"PATH": "/usr/bin:/bin", "SITEKEEP_DATA_DIR": str(tmp_path / "data")}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+    )
+    assert "set SITEKEEP_TOKEN" in " ".join(done.stderr.split())
+    assert done.stdout.split() == ["2"]
 
 
 def test_the_help_knows_the_converters_formats() -> None:

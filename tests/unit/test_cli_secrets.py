@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sitekeep.cli_secrets import secret_app
+from sitekeep.cli.secrets import secret_app
 from sitekeep.config import Settings
 from support import on_service
 

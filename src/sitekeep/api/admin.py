@@ -7,6 +7,7 @@ and no route here has a body); another tenant's session is 404. Handlers parse, 
 
 Routes::
 
+    GET    /admin/runs?open=&limit=               {runs: [run]}: the run ledger (SPEC §13)
     GET    /admin/sessions                        {sessions: [row]} (revisions of both panes)
     GET    /admin/sessions/{key}/history          {key, rows, clears, goes, stays, history_rev}
     DELETE /admin/sessions/{key}/history          Clear: {key, gone: [origins], kept: [origin]}
@@ -23,21 +24,35 @@ Routes::
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, FastAPI, Query
 
-from sitekeep.api.app import Admin, Ident, Key, Site, Svc
+from sitekeep.api.deps import JSON, Admin, Ident, Key, Site, Svc
 
-__all__ = ["router"]
-
-JSON = dict[str, Any]
-
+__all__ = ["admin_runs", "install_runs", "router"]
 
 AdminWho = Admin
-"""The app's one admin gate (``api.app._admin``): the OpenAPI document finds it there."""
+"""The app's one admin gate (``api.deps.get_admin``): the OpenAPI document finds it there."""
 
 router = APIRouter(prefix="/admin", tags=["admin"])
+
+
+async def admin_runs(
+    who: AdminWho,
+    svc: Svc,
+    open_only: Annotated[bool, Query(alias="open")] = True,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> JSON:
+    """The run ledger of the caller's tenant, newest first (admin; SPEC §13): every
+    live browser of every replica, or with ``open=false`` the closed ones too."""
+    return {"runs": await svc.admin.runs(who, open_only=open_only, limit=limit)}
+
+
+def install_runs(app: FastAPI) -> None:
+    """Serve :func:`admin_runs` (``GET /admin/runs``, a polled read) as a route of ``app``
+    itself, as :func:`sitekeep.api.sessions.install_current` does."""
+    app.get("/admin/runs", tags=["admin"])(admin_runs)
 
 
 @router.get("/sessions")

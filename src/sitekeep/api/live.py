@@ -1,4 +1,4 @@
-"""HTTP and WebSocket routes of live sessions (SPEC §10); :mod:`sitekeep.live` has the rules.
+"""HTTP and WebSocket routes of live sessions (SPEC §10); ``service.live`` has the rules.
 
 Routes::
 
@@ -18,7 +18,7 @@ A socket refused (no ticket within 10 s, unknown/spent ticket, another live sess
 one whose token or UI sign-in has since ended) gets one ``error`` message and closes with
 code 4401; a live session whose browser is gone, 4404. An open socket whose token is
 revoked, or whose UI sign-in ends, gets ``{"type": "closed", "reason": "revoked" |
-"signed_out"}`` and closes (``sitekeep.live``).
+"signed_out"}`` and closes (``sitekeep.service.live``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 import anyio
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
-from sitekeep.api.app import Ident, Svc, Who
+from sitekeep.api.deps import Ident, Svc, Who
 from sitekeep.args import SessionChoice
 from sitekeep.errors import Forbidden, NotFound, SitekeepError, Unauthorized, error_json, quoted
 from sitekeep.service import Service

@@ -19,16 +19,14 @@ Routes::
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from sitekeep.api.app import Ident, Key, Svc, Who
+from sitekeep.api.deps import JSON, Ident, Key, Svc, Who
 from sitekeep.args import MAX_NAME, CaptureBody, CreateBody, PatchBody
 
 __all__ = ["router", "sessions_router"]
-
-JSON = dict[str, Any]
 
 
 FormatQuery = Annotated[str, Query(alias="format", max_length=MAX_NAME)]

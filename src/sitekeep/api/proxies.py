@@ -14,16 +14,12 @@ Routes::
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 
-from sitekeep.api.app import Admin, Name, Svc, Who
+from sitekeep.api.deps import JSON, Admin, Name, Svc, Who
 from sitekeep.args import ProxyBody
 
 __all__ = ["router"]
-
-JSON = dict[str, Any]
 
 
 router = APIRouter(prefix="/v1/proxies", tags=["proxies"])

@@ -15,16 +15,14 @@ Routes (each answers ``{name, description, hosts, keys, updated_at}`` per secret
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from fastapi import APIRouter
 
-from sitekeep.api.app import Admin, Name, Svc, Who
+from sitekeep.api.deps import JSON, Admin, Name, Svc, Who
 from sitekeep.args import SecretBody
 
-__all__ = ["SecretBody", "router"]
-
-JSON = dict[str, Any]
+__all__ = ["router"]
 
 
 class _Info(Protocol):

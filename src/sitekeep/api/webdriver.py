@@ -20,7 +20,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 
-from sitekeep.api.app import Svc
+from sitekeep.api.deps import Svc
 from sitekeep.errors import BrowserUnavailable, CapacityExceeded, Forbidden
 from sitekeep.service import Service
 from sitekeep.service.handover import BidiRefusal, Ended, Refusal

@@ -1,5 +1,5 @@
 """sitekeep over MCP (SPEC §5): one server for stdio (``sitekeep mcp``) and streamable
-HTTP (``/mcp`` in the HTTP app)."""
+HTTP (``/mcp`` in the HTTP app, mounted by ``sitekeep.api.mcp``)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Every page but sign-in needs a sign-in (the ``sitekeep_admin`` cookie, :mod:`.guard`);
 every write also passes :func:`~sitekeep.ui.guard.check_write`. Handlers call
-the service's rooms — the same use cases as the admin API — and render templates
+``service.admin`` — the same use cases as the admin API — and render templates
 (``ui/templates``, autoescaped: a hostile page's URL, storage key or cookie name shows as
 text). Errors become pages, or plain text for htmx requests.
 
@@ -27,47 +27,42 @@ Routes::
 
 from __future__ import annotations
 
-import hashlib
 import re
-from collections.abc import Callable, Coroutine, Mapping
-from datetime import UTC, datetime
-from functools import cache
-from importlib import resources
-from typing import Annotated, Any, Protocol, cast
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Response
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse
-from fastapi.routing import APIRoute
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import HTMLResponse, JSONResponse
 
 from sitekeep import panes
-from sitekeep.api.app import Svc
-from sitekeep.api.errors import STATUS
+from sitekeep.api.deps import Svc
 from sitekeep.args import SecretBody, SessionChoice, unchecked
-from sitekeep.errors import InvalidInput, NotFound, SitekeepError
+from sitekeep.errors import InvalidInput, NotFound
 from sitekeep.model import Principal
 from sitekeep.service import Service
-from sitekeep.service.live import LiveSession
-from sitekeep.service.signins import SignIn, sign_in_ref
+from sitekeep.service.signins import SignIn
 from sitekeep.ui.guard import (
-    check_csrf,
     check_origin,
     clear_sign_in_cookie,
     read_form,
     set_sign_in_cookie,
     sign_in_ids,
 )
-
-__all__ = ["NAV", "SESSION_TABS", "router", "sign_in_of"]
-
-NAV = (
-    {"id": "sessions", "label": "Sessions", "href": "/admin"},
-    {"id": "secrets", "label": "Secrets", "href": "/admin/ui/secrets"},
-    {"id": "profiles", "label": "Profiles", "href": "/admin/ui/profiles"},
-    {"id": "proxies", "label": "Proxies", "href": "/admin/ui/proxies"},
-    {"id": "tokens", "label": "Tokens", "href": "/admin/ui/tokens"},
-    {"id": "live", "label": "Live browser", "href": "/admin/ui/live"},
+from sitekeep.ui.render import (
+    Signed,
+    UiRoute,
+    Writer,
+    form_page,
+    kept,
+    now,
+    own_live,
+    render,
+    see_other,
+    sign_in_of,
+    static_file,
 )
+
+__all__ = ["SESSION_TABS", "router"]
+
 SESSION_TABS = (
     ("site-data", "Site data"),
     ("history", "History"),
@@ -80,135 +75,8 @@ _STATIC = {
     "wizard.js": "text/javascript; charset=utf-8",
     "admin.css": "text/css; charset=utf-8",
 }
-_HEADINGS = {401: "Sign in again", 403: "Not allowed", 404: "Not found"}
 
-
-class _SignInNeeded(Exception):
-    """No live sign-in behind the request's cookie."""
-
-
-class _UiRoute(APIRoute):
-    """Errors of the UI's routes become pages (or plain text for htmx), not JSON."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def guarded(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except _SignInNeeded:
-                return _to_sign_in(request)
-            except SitekeepError as exc:
-                return _error(request, exc)
-
-        return guarded
-
-
-router = APIRouter(route_class=_UiRoute, include_in_schema=False)
-
-
-@cache
-def _env() -> Environment:
-    env = Environment(
-        loader=PackageLoader("sitekeep.ui", "templates"),
-        autoescape=True,
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.globals.update(
-        ago=panes.ago,
-        plural=_plural,
-        static=_static_url,
-        cookie_flags=_cookie_flags,
-        when=_when,
-        nav=NAV,
-    )
-    return env
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def _when(expiry: float) -> str:
-    return datetime.fromtimestamp(expiry, UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _cookie_flags(cookie: Mapping[str, Any]) -> str:
-    flags = ["httpOnly" if cookie["http_only"] else "", "Secure" if cookie["secure"] else ""]
-    flags.append(f"SameSite={cookie['same_site']}")
-    return " · ".join(f for f in flags if f)
-
-
-@cache
-def _static_file(name: str) -> bytes:
-    return (resources.files("sitekeep.ui") / "static" / name).read_bytes()
-
-
-def _static_url(name: str) -> str:
-    return f"/admin/static/{name}?v={hashlib.sha256(_static_file(name)).hexdigest()[:12]}"
-
-
-def _render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
-    context.setdefault("signed", None)
-    context.setdefault("signed_out", False)
-    return HTMLResponse(_env().get_template(name).render(**context), status_code=status)
-
-
-def _is_htmx(request: Request) -> bool:
-    return request.headers.get("hx-request") == "true"
-
-
-def _to_sign_in(request: Request) -> Response:
-    if _is_htmx(request) or request.url.path.endswith("/row"):
-        return PlainTextResponse(
-            "Sign in again.", status_code=401, headers={"HX-Redirect": "/admin/sign-in"}
-        )
-    return RedirectResponse("/admin/sign-in", status_code=303)
-
-
-def _status(exc: SitekeepError) -> int:
-    return next((STATUS[c] for c in type(exc).__mro__ if c in STATUS), 500)
-
-
-def _error(request: Request, exc: SitekeepError) -> Response:
-    status = _status(exc)
-    if _is_htmx(request):
-        return PlainTextResponse(exc.message, status_code=status)
-    heading = _HEADINGS.get(status, "Something went wrong")
-    return _render("error.html", status, heading=heading, message=exc.message, code=status)
-
-
-async def _signed(request: Request, svc: Svc) -> SignIn:
-    for sid in sign_in_ids(request):
-        signed = await svc.sign_ins.signed_in(sid)
-        if signed is not None:
-            request.state.sid = sid
-            return signed
-    raise _SignInNeeded
-
-
-Signed = Annotated[SignIn, Depends(_signed)]
-
-
-async def _writer(request: Request, signed: Signed) -> SignIn:
-    """A write: signed in, from this origin (checked before the body is read), with the
-    sign-in's CSRF token."""
-    check_origin(request)
-    form = await read_form(request) if request.method == "POST" else {}
-    check_csrf(request, signed, form)
-    request.state.form = form
-    return signed
-
-
-Writer = Annotated[SignIn, Depends(_writer)]
-
-
-def sign_in_of(request: Request) -> str:
-    """The reference (``signins.sign_in_ref``) of the sign-in a request passed
-    :data:`Signed` or :data:`Writer` with."""
-    return sign_in_ref(request.state.sid)
+router = APIRouter(route_class=UiRoute, include_in_schema=False)
 
 
 # -- sign-in ------------------------------------------------------------------------------
@@ -216,7 +84,7 @@ def sign_in_of(request: Request) -> str:
 
 @router.get("/admin/sign-in")
 async def sign_in_page(request: Request) -> HTMLResponse:
-    return _render("sign_in.html", error=None, signed_out="out" in request.query_params)
+    return render("sign_in.html", error=None, signed_out="out" in request.query_params)
 
 
 async def _resolve_token(svc: Service, token: str) -> Principal | None:
@@ -234,10 +102,10 @@ async def sign_in(request: Request, svc: Svc) -> Response:
     token = (await read_form(request)).get("token", "").strip()
     who = await _resolve_token(svc, token) if token else None
     if who is None:
-        return _render("sign_in.html", 401, error="That is not a token of this server.")
+        return render("sign_in.html", 401, error="That is not a token of this server.")
     if who.role != "admin":
         error = "That is a member's token: the admin UI needs an admin's."
-        return _render("sign_in.html", 403, error=error)
+        return render("sign_in.html", 403, error=error)
     for old in sign_in_ids(request):  # a new id every time: nothing planted is kept
         await svc.sign_ins.sign_out(old)
     sid, _ = await svc.sign_ins.sign_in_with(who, token)
@@ -246,8 +114,8 @@ async def sign_in(request: Request, svc: Svc) -> Response:
     # runs after this look sweeps it (its delete comes before its sweep).
     if await _resolve_token(svc, token) is None:
         await svc.sign_ins.sign_out(sid)
-        return _render("sign_in.html", 401, error="That is not a token of this server.")
-    response = RedirectResponse("/admin", status_code=303)
+        return render("sign_in.html", 401, error="That is not a token of this server.")
+    response = see_other("/admin")
     set_sign_in_cookie(request, response, sid)
     return response
 
@@ -255,7 +123,7 @@ async def sign_in(request: Request, svc: Svc) -> Response:
 @router.post("/admin/sign-out")
 async def sign_out(request: Request, signed: Writer, svc: Svc) -> Response:
     await svc.sign_ins.sign_out(request.state.sid)
-    response = RedirectResponse("/admin/sign-in?out", status_code=303)
+    response = see_other("/admin/sign-in?out")
     clear_sign_in_cookie(response)
     return response
 
@@ -263,14 +131,10 @@ async def sign_out(request: Request, signed: Writer, svc: Svc) -> Response:
 # -- sessions -----------------------------------------------------------------------------
 
 
-def _now(svc: Service) -> float:
-    return svc.sign_ins.now()
-
-
 @router.get("/admin")
 async def sessions_page(signed: Signed, svc: Svc) -> HTMLResponse:
     rows = await svc.admin.sessions(signed.principal)
-    return _render("sessions.html", signed=signed, section="sessions", rows=rows, now=_now(svc))
+    return render("sessions.html", signed=signed, section="sessions", rows=rows, now=now(svc))
 
 
 def _base(key: str) -> str:
@@ -287,14 +151,14 @@ async def session_page(key: str, signed: Signed, svc: Svc, tab: str = "site-data
     site_data = await svc.admin.site_data(who, key, first=True)
     counts = {"site-data": len(site_data.rows), "history": len(history.rows), "journal": ""}
     tabs = [{"id": t, "label": label, "count": counts[t]} for t, label in SESSION_TABS]
-    return _render(
+    return render(
         "session.html",
         signed=signed,
         section="sessions",
         key=key,
         base=_base(key),
         row=row,
-        now=_now(svc),
+        now=now(svc),
         tabs=tabs,
         current=tab if tab in counts else "site-data",
         history=history,
@@ -331,13 +195,13 @@ async def _history_pane(request: Request, key: str, signed: SignIn, svc: Service
     first = _first(request) and bool(pane.rows)
     if first:
         open_hosts.append(pane.rows[0].host)
-    return _render(
+    return render(
         "_history.html",
         pane=pane,
         rev=panes.rev_token(pane.rev),
         open_hosts=open_hosts,
         opened_top=first,
-        now=_now(svc),
+        now=now(svc),
         base=_base(key),
     )
 
@@ -345,12 +209,12 @@ async def _history_pane(request: Request, key: str, signed: SignIn, svc: Service
 async def _site_data_pane(request: Request, key: str, signed: SignIn, svc: Service) -> Response:
     first = _first(request)
     pane = await svc.admin.site_data(signed.principal, key, expand=_open(request), first=first)
-    return _render(
+    return render(
         "_site_data.html",
         pane=pane,
         rev=panes.rev_token(pane.rev),
         opened_top=first and bool(pane.rows),
-        now=_now(svc),
+        now=now(svc),
         base=_base(key),
     )
 
@@ -380,19 +244,13 @@ async def clear_site_data(request: Request, key: str, signed: Writer, svc: Svc) 
 @router.get("/admin/ui/sessions/{key}/panes/site-data/{site}")
 async def site_data_host(key: str, site: str, signed: Signed, svc: Svc) -> Response:
     view = await svc.admin.site_data_host(signed.principal, key, site)
-    return _render("_host.html", view=view)
+    return render("_host.html", view=view)
 
 
 @router.delete("/admin/ui/sessions/{key}/panes/site-data/{site}")
 async def forget(request: Request, key: str, site: str, signed: Writer, svc: Svc) -> Response:
     await svc.admin.forget(signed.principal, key, site)
     return await _site_data_pane(request, key, signed, svc)
-
-
-class _JournalPort(Protocol):
-    async def journal(
-        self, who: Principal, key: str, *, after: str | None = ..., limit: int = ...
-    ) -> dict[str, Any]: ...
 
 
 JOURNAL_PAGE = 50
@@ -404,38 +262,34 @@ async def journal_pane(request: Request, key: str, signed: Signed, svc: Svc) -> 
     """A page of the session's journal timeline (``Admin.journal``, issue #11), oldest
     first; "More" fetches the next page after it."""
     after = request.query_params.get("after") or None
-    if not hasattr(svc.admin, "journal"):
-        return _render("_journal.html", available=False, rows=[], after=after, next=None)
-    port = cast(_JournalPort, svc.admin)
-    page = await port.journal(signed.principal, key, after=after, limit=JOURNAL_PAGE)
-    return _render(
+    page = await svc.admin.journal(signed.principal, key, after=after, limit=JOURNAL_PAGE)
+    return render(
         "_journal.html",
-        available=True,
         rows=page["rows"],
         after=after,
         next=page.get("next"),
         base=_base(key),
-        now=_now(svc),
+        now=now(svc),
     )
 
 
 # -- secrets ------------------------------------------------------------------------------
 
-_EMPTY_FORM = {"name": "", "description": "", "hosts": ""}
+_SECRET_FORM = {"name": "", "description": "", "hosts": ""}
 
 
 async def _secrets_page(
     signed: SignIn, svc: Service, status: int = 200, **context: Any
 ) -> HTMLResponse:
-    context.setdefault("form", _EMPTY_FORM)
-    return _render(
+    return form_page(
         "secrets.html",
+        signed,
+        "secrets",
+        _SECRET_FORM,
         status,
-        signed=signed,
-        section="secrets",
         secrets=await svc.catalogue.secrets(signed.principal),
-        now=_now(svc),
-        **{"error": None, "saved": None, "deleted": None, **context},
+        now=now(svc),
+        **{"saved": None, "deleted": None, **context},
     )
 
 
@@ -463,22 +317,21 @@ def _values(text: str) -> dict[str, str]:
 @router.post("/admin/ui/secrets")
 async def save_secret(request: Request, signed: Writer, svc: Svc) -> Response:
     """Create or replace a secret; values are never put back into the page."""
-    form: dict[str, str] = request.state.form
-    kept = {k: form.get(k, "") for k in _EMPTY_FORM}
+    typed = kept(request, _SECRET_FORM, strip=False)
     try:
-        hosts = [h for h in re.split(r"[\s,]+", kept["hosts"]) if h]
-        values = _values(form.get("values", ""))
-        body = unchecked(SecretBody, description=kept["description"], hosts=hosts, values=values)
-        info = await svc.catalogue.put_secret(signed.principal, kept["name"], body)
+        hosts = [h for h in re.split(r"[\s,]+", typed["hosts"]) if h]
+        values = _values(request.state.form.get("values", ""))
+        body = unchecked(SecretBody, description=typed["description"], hosts=hosts, values=values)
+        info = await svc.catalogue.put_secret(signed.principal, typed["name"], body)
     except InvalidInput as exc:
-        return await _secrets_page(signed, svc, 400, error=exc.message, form=kept)
-    return RedirectResponse(f"/admin/ui/secrets?saved={info.name}", status_code=303)
+        return await _secrets_page(signed, svc, 400, error=exc.message, form=typed)
+    return see_other(f"/admin/ui/secrets?saved={info.name}")
 
 
 @router.post("/admin/ui/secrets/{name}/delete")
 async def delete_secret(name: str, signed: Writer, svc: Svc) -> Response:
     await svc.catalogue.delete_secret(signed.principal, name)
-    return RedirectResponse(f"/admin/ui/secrets?deleted={name}", status_code=303)
+    return see_other(f"/admin/ui/secrets?deleted={name}")
 
 
 # -- tokens -------------------------------------------------------------------------------
@@ -487,12 +340,12 @@ async def delete_secret(name: str, signed: Writer, svc: Svc) -> Response:
 @router.get("/admin/ui/tokens")
 async def tokens_page(request: Request, signed: Signed, svc: Svc) -> HTMLResponse:
     """The tenant's tokens by id; the one signed in with is marked (revoking it signs out)."""
-    return _render(
+    return render(
         "tokens.html",
         signed=signed,
         section="tokens",
         tokens=await svc.catalogue.tokens(signed.principal),
-        now=_now(svc),
+        now=now(svc),
         revoked=request.query_params.get("revoked"),
     )
 
@@ -500,7 +353,7 @@ async def tokens_page(request: Request, signed: Signed, svc: Svc) -> HTMLRespons
 @router.post("/admin/ui/tokens/{id_}/revoke")
 async def revoke_token(id_: str, signed: Writer, svc: Svc) -> Response:
     info = await svc.catalogue.revoke_token(signed.principal, id_)
-    return RedirectResponse(f"/admin/ui/tokens?revoked={info.id}", status_code=303)
+    return see_other(f"/admin/ui/tokens?revoked={info.id}")
 
 
 # -- live browser -------------------------------------------------------------------------
@@ -512,11 +365,9 @@ async def _live_start(
     signed: SignIn, svc: Service, status: int = 200, **context: Any
 ) -> HTMLResponse:
     who = signed.principal
-    context.setdefault("form", _LIVE_FORM)
-    context.setdefault("error", None)
     current = await svc.live.current(who.tenant, who.subject)
-    return _render(
-        "live_start.html", status, signed=signed, section="live", current=current, **context
+    return form_page(
+        "live_start.html", signed, "live", _LIVE_FORM, status, current=current, **context
     )
 
 
@@ -528,34 +379,25 @@ async def live_start_page(signed: Signed, svc: Svc) -> HTMLResponse:
 @router.post("/admin/ui/live")
 async def live_open(request: Request, signed: Writer, svc: Svc) -> Response:
     """Open (or return to) a session as the admin's live browser, then show it."""
-    form: dict[str, str] = request.state.form
-    kept = {k: form.get(k, "").strip() for k in _LIVE_FORM}
+    typed = kept(request, _LIVE_FORM)
     try:
         choice = unchecked(
             SessionChoice,
-            key=kept["key"] or None,
-            browser=kept["browser"] or None,
-            url=kept["url"] or None,
+            key=typed["key"] or None,
+            browser=typed["browser"] or None,
+            url=typed["url"] or None,
         )
         live = await svc.live.create(signed.principal, choice, sign_in=sign_in_of(request))
     except InvalidInput as exc:
-        return await _live_start(signed, svc, 400, error=exc.message, form=kept)
-    return RedirectResponse(f"/admin/ui/live/{live['id']}", status_code=303)
-
-
-async def _own_live(signed: SignIn, svc: Service, id_: str) -> LiveSession:
-    who = signed.principal
-    live = await svc.live.current(who.tenant, who.subject)
-    if live is None or live.id != id_:
-        raise NotFound("live session", id_, field="id")
-    return live
+        return await _live_start(signed, svc, 400, error=exc.message, form=typed)
+    return see_other(f"/admin/ui/live/{live['id']}")
 
 
 @router.get("/admin/ui/live/{id_}")
 async def live_page(id_: str, signed: Signed, svc: Svc) -> HTMLResponse:
-    live = await _own_live(signed, svc, id_)
+    live = await own_live(signed, svc, id_)
     record = await svc.views.record(signed.principal, live.key)
-    return _render(
+    return render(
         "live.html",
         signed=signed,
         section="live",
@@ -575,7 +417,7 @@ async def live_ticket(request: Request, id_: str, signed: Writer, svc: Svc) -> J
 @router.post("/admin/ui/live/{id_}/end")
 async def live_end(id_: str, signed: Writer, svc: Svc) -> Response:
     await svc.live.end(signed.principal, id_)
-    return RedirectResponse("/admin/ui/live", status_code=303)
+    return see_other("/admin/ui/live")
 
 
 # -- static files -------------------------------------------------------------------------
@@ -587,7 +429,7 @@ async def static(name: str) -> Response:
     if name not in _STATIC:
         raise NotFound("file", name, field="name")
     return Response(
-        _static_file(name),
+        static_file(name),
         media_type=_STATIC[name],
         headers={"cache-control": "private, max-age=86400"},
     )

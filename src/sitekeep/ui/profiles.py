@@ -1,7 +1,8 @@
 """The admin UI's Profiles and Proxies tabs and the sign-in wizard (SPEC §9, §10, §14).
 
 They call the service's profile, interop and catalogue rooms (``svc.profiles``,
-``svc.interop.state_preview``, ``svc.catalogue``'s proxies — issue #12).
+``svc.interop.state_preview``, ``svc.catalogue``'s proxies — issue #12) and answer
+through :mod:`.render`, as :mod:`.pages` does.
 
 The wizard: name + country → a live browser (``service.live``) on a new session →
 sign in to any number of sites → a polled state preview with the auth cookies the
@@ -9,7 +10,7 @@ heuristic picks pre-selected (``static/wizard.js`` keeps a person's own choices 
 every later poll) → "Save profile" (create + capture of the selected cookies + the
 session deleted) or "Close without saving" (the session deleted, nothing kept).
 "Sign in again" opens the live browser on a new session restored from the profile,
-landing on its first site (:func:`landing`).
+landing on its first site (``profiles.landing``).
 
 Routes::
 
@@ -33,7 +34,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 
-from sitekeep.api.app import Svc
+from sitekeep.api.deps import Svc
 from sitekeep.args import (
     CaptureBody,
     CreateBody,
@@ -46,11 +47,22 @@ from sitekeep.errors import InvalidInput
 from sitekeep.model import Principal
 from sitekeep.service import Service
 from sitekeep.service.signins import SignIn
-from sitekeep.ui.pages import Signed, Writer, _now, _own_live, _render, _UiRoute, sign_in_of
+from sitekeep.ui.render import (
+    Signed,
+    UiRoute,
+    Writer,
+    form_page,
+    kept,
+    now,
+    own_live,
+    render,
+    see_other,
+    sign_in_of,
+)
 
-__all__ = ["router"]
+__all__ = ["expiry_chip", "router"]
 
-router = APIRouter(route_class=_UiRoute, include_in_schema=False)
+router = APIRouter(route_class=UiRoute, include_in_schema=False)
 
 
 # -- the list -------------------------------------------------------------------------------
@@ -68,19 +80,19 @@ def expiry_chip(profile: Mapping[str, Any]) -> str:
 @router.get("/admin/ui/profiles")
 async def profiles_page(request: Request, signed: Signed, svc: Svc) -> HTMLResponse:
     listed = await svc.profiles.list(signed.principal)
-    return _render(
+    return render(
         "profiles.html",
         signed=signed,
         section="profiles",
         profiles=listed["profiles"],
-        now=listed.get("now", _now(svc)),
+        now=listed.get("now", now(svc)),
         chip=expiry_chip,
         done=request.query_params.get("done"),
     )
 
 
 def _back(done: str) -> RedirectResponse:
-    return RedirectResponse(f"/admin/ui/profiles?done={quote(done)}", status_code=303)
+    return see_other(f"/admin/ui/profiles?done={quote(done)}")
 
 
 @router.post("/admin/ui/profiles/{ident}/share")
@@ -125,7 +137,7 @@ async def sign_in_again(request: Request, ident: str, signed: Writer, svc: Svc) 
     )
     live = await svc.live.create(signed.principal, choice, sign_in=sign_in_of(request))
     query = f"name={quote(profile['name'])}&profile={quote(ident)}"
-    return RedirectResponse(f"/admin/ui/wizard/{live['id']}?{query}", status_code=303)
+    return see_other(f"/admin/ui/wizard/{live['id']}?{query}")
 
 
 # -- the wizard -----------------------------------------------------------------------------
@@ -145,11 +157,9 @@ async def _countries(svc: Service, who: Principal) -> list[str]:
 async def _new_page(
     signed: SignIn, svc: Service, status: int = 200, **context: Any
 ) -> HTMLResponse:
-    context.setdefault("form", _NEW_FORM)
-    context.setdefault("error", None)
     countries = await _countries(svc, signed.principal)
-    return _render(
-        "wizard_new.html", status, signed=signed, section="profiles", countries=countries, **context
+    return form_page(
+        "wizard_new.html", signed, "profiles", _NEW_FORM, status, countries=countries, **context
     )
 
 
@@ -161,29 +171,28 @@ async def new_profile_page(signed: Signed, svc: Svc) -> HTMLResponse:
 @router.post("/admin/ui/profiles/new")
 async def new_profile(request: Request, signed: Writer, svc: Svc) -> Response:
     """Name + country → a live browser on a new session (nothing is saved yet)."""
-    form: dict[str, str] = request.state.form
-    kept = {k: form.get(k, "").strip() for k in _NEW_FORM}
-    if not kept["name"]:
-        return await _new_page(signed, svc, 400, error="Name the profile.", form=kept)
+    typed = kept(request, _NEW_FORM)
+    if not typed["name"]:
+        return await _new_page(signed, svc, 400, error="Name the profile.", form=typed)
     try:
         choice = unchecked(
             SessionChoice,
             key=_wizard_key(),
-            browser=kept["browser"] or None,
-            country=kept["country"] or None,
+            browser=typed["browser"] or None,
+            country=typed["country"] or None,
         )
         live = await svc.live.create(signed.principal, choice, sign_in=sign_in_of(request))
     except InvalidInput as exc:
-        return await _new_page(signed, svc, 400, error=exc.message, form=kept)
-    query = f"name={quote(kept['name'])}&country={quote(kept['country'])}"
-    return RedirectResponse(f"/admin/ui/wizard/{live['id']}?{query}", status_code=303)
+        return await _new_page(signed, svc, 400, error=exc.message, form=typed)
+    query = f"name={quote(typed['name'])}&country={quote(typed['country'])}"
+    return see_other(f"/admin/ui/wizard/{live['id']}?{query}")
 
 
 @router.get("/admin/ui/wizard/{live_id}")
 async def wizard_page(request: Request, live_id: str, signed: Signed, svc: Svc) -> HTMLResponse:
-    live = await _own_live(signed, svc, live_id)
+    live = await own_live(signed, svc, live_id)
     query = request.query_params
-    return _render(
+    return render(
         "wizard.html",
         signed=signed,
         section="profiles",
@@ -200,7 +209,7 @@ async def wizard_page(request: Request, live_id: str, signed: Signed, svc: Svc) 
 async def wizard_preview(live_id: str, signed: Signed, svc: Svc) -> JSONResponse:
     """The live browser's cookies by domain — names, expiry, flags, the default selection
     and the server's ``now``; never a value."""
-    live = await _own_live(signed, svc, live_id)
+    live = await own_live(signed, svc, live_id)
     return JSONResponse(await svc.interop.state_preview(signed.principal, live.key))
 
 
@@ -224,22 +233,18 @@ async def wizard_save(request: Request, live_id: str, signed: Writer, svc: Svc) 
     """Save profile: create it (or, signing in again, keep it), capture the selected
     cookies from the live browser, then delete the wizard's session."""
     who = signed.principal
-    live = await _own_live(signed, svc, live_id)
+    live = await own_live(signed, svc, live_id)
     form: dict[str, str] = request.state.form
     cookies = _selection(form.get("cookies", ""))
     ident = form.get("profile", "")
     if not ident:
         name, country = form.get("name", "").strip(), form.get("country") or None
-        created = await svc.profiles.create(
-            who, unchecked(CreateBody, name=name, visibility="private", country=country)
-        )
-        ident = created["id"]
-    capture = unchecked(
-        CaptureBody,
-        session=live.key,
-        cookies=[unchecked(SelectedCookie, domain=c["domain"], name=c["name"]) for c in cookies],
+        made = unchecked(CreateBody, name=name, visibility="private", country=country)
+        ident = (await svc.profiles.create(who, made))["id"]
+    chosen = [unchecked(SelectedCookie, domain=c["domain"], name=c["name"]) for c in cookies]
+    saved = await svc.profiles.capture(
+        who, ident, unchecked(CaptureBody, session=live.key, cookies=chosen)
     )
-    saved = await svc.profiles.capture(who, ident, capture)
     await svc.live.end(who, live.id)
     await svc.sessions.delete(who, live.key)
     name = saved.get("profile", {}).get("name") or form.get("name", "")
@@ -249,10 +254,10 @@ async def wizard_save(request: Request, live_id: str, signed: Writer, svc: Svc) 
 @router.post("/admin/ui/wizard/{live_id}/discard")
 async def wizard_discard(live_id: str, signed: Writer, svc: Svc) -> Response:
     """Close without saving: the wizard's session goes, nothing is kept."""
-    live = await _own_live(signed, svc, live_id)
+    live = await own_live(signed, svc, live_id)
     await svc.live.end(signed.principal, live.id)
     await svc.sessions.delete(signed.principal, live.key)
-    return RedirectResponse("/admin/ui/profiles", status_code=303)
+    return see_other("/admin/ui/profiles")
 
 
 # -- proxies --------------------------------------------------------------------------------
@@ -264,16 +269,15 @@ async def _proxies_page(
     signed: SignIn, svc: Service, status: int = 200, **context: Any
 ) -> HTMLResponse:
     listed = await svc.catalogue.proxies(signed.principal)
-    context.setdefault("form", _PROXY_FORM)
-    context.setdefault("error", None)
     context.setdefault("done", None)
-    return _render(
+    return form_page(
         "proxies.html",
+        signed,
+        "proxies",
+        _PROXY_FORM,
         status,
-        signed=signed,
-        section="proxies",
         proxies=listed["proxies"],
-        now=_now(svc),
+        now=now(svc),
         **context,
     )
 
@@ -286,23 +290,22 @@ async def proxies_page(request: Request, signed: Signed, svc: Svc) -> HTMLRespon
 @router.post("/admin/ui/proxies")
 async def save_proxy(request: Request, signed: Writer, svc: Svc) -> Response:
     """Add or replace a proxy; its credentials are a secret's name, never a value."""
-    form: dict[str, str] = request.state.form
-    kept = {k: form.get(k, "").strip() for k in _PROXY_FORM}
+    typed = kept(request, _PROXY_FORM)
     try:
         body = unchecked(
             ProxyBody,
-            country=kept["country"],
-            url=kept["url"],
-            auth_secret=kept["auth_secret"] or None,
+            country=typed["country"],
+            url=typed["url"],
+            auth_secret=typed["auth_secret"] or None,
         )
-        saved = await svc.catalogue.put_proxy(signed.principal, kept["name"], body)
+        saved = await svc.catalogue.put_proxy(signed.principal, typed["name"], body)
     except InvalidInput as exc:
-        return await _proxies_page(signed, svc, 400, error=exc.message, form=kept)
+        return await _proxies_page(signed, svc, 400, error=exc.message, form=typed)
     done = quote(f"Saved {saved['name']}.")
-    return RedirectResponse(f"/admin/ui/proxies?done={done}", status_code=303)
+    return see_other(f"/admin/ui/proxies?done={done}")
 
 
 @router.post("/admin/ui/proxies/{name}/delete")
 async def delete_proxy(name: str, signed: Writer, svc: Svc) -> Response:
     await svc.catalogue.delete_proxy(signed.principal, name)
-    return RedirectResponse(f"/admin/ui/proxies?done={quote(f'Deleted {name}.')}", status_code=303)
+    return see_other(f"/admin/ui/proxies?done={quote(f'Deleted {name}.')}")

@@ -10,31 +10,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
+
+from sitekeep.cli.support import Tenant, operator, show, with_service
 
 if TYPE_CHECKING:
-    from sitekeep.model import Principal
     from sitekeep.service import Service
 
 __all__ = ["proxy_app"]
 
 proxy_app = typer.Typer(help="The proxy pool: a proxy per country.", no_args_is_help=True)
 
-Tenant = Annotated[str, typer.Option(help="The tenant (workspace).")]
 Name = Annotated[str, typer.Argument(help="The proxy's name.")]
-
-
-def _operator(tenant: str) -> Principal:
-    from sitekeep.model import Principal
-
-    return Principal(tenant, "cli", "admin")
-
-
-def _run(use: Any) -> Any:
-    from sitekeep.cli import with_service  # sitekeep.cli imports this module
-
-    return with_service(use)
 
 
 @proxy_app.command("set")
@@ -51,29 +37,32 @@ def set_proxy(
 
     from sitekeep.args import ProxyBody, unchecked
 
-    async def use(svc: Service) -> dict[str, Any]:
-        body = unchecked(ProxyBody, country=country, url=url, auth_secret=auth_secret)
-        return await svc.catalogue.put_proxy(_operator(tenant), name, body)
+    body = unchecked(ProxyBody, country=country, url=url, auth_secret=auth_secret)
 
-    done = _run(use)
+    async def use(svc: Service) -> dict[str, Any]:
+        return await svc.catalogue.put_proxy(operator(tenant), name, body)
+
+    done = with_service(use)
     typer.echo(f"saved proxy {done['name']} ({done['country']})")
 
 
 @proxy_app.command("list")
 def list_proxies(tenant: Tenant) -> None:
     """The tenant's proxies."""
-    found = _run(lambda svc: svc.catalogue.proxies(_operator(tenant)))
+    found = with_service(lambda svc: svc.catalogue.proxies(operator(tenant)))
     if not found["proxies"]:
         typer.echo(f"no proxies in tenant {tenant}")
         return
+    from rich.table import Table
+
     table = Table("name", "country", "url", "auth secret")
     for p in found["proxies"]:
         table.add_row(p["name"], p["country"], p["url"], p["auth_secret"] or "—")
-    Console().print(table)
+    show(table)
 
 
 @proxy_app.command("delete")
 def delete_proxy(name: Name, tenant: Tenant) -> None:
     """Delete a proxy."""
-    _run(lambda svc: svc.catalogue.delete_proxy(_operator(tenant), name))
+    with_service(lambda svc: svc.catalogue.delete_proxy(operator(tenant), name))
     typer.echo(f"deleted proxy {name}")

@@ -13,30 +13,21 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
+
+from sitekeep.cli.support import Actor, Member, Tenant, acting, show, with_service
 
 if TYPE_CHECKING:
-    from sitekeep.model import Principal
+    from rich.table import Table
+
     from sitekeep.service import Service
 
-__all__ = ["Actor", "Member", "Tenant", "acting", "profile_app"]
+__all__ = ["profile_app"]
 
 profile_app = typer.Typer(
     help="Profiles: named sign-ins that sessions open from.", no_args_is_help=True
 )
 
-Tenant = Annotated[str, typer.Option(help="The tenant (workspace).")]
-Actor = Annotated[str, typer.Option("--as", help="The subject acting (the gate's creator).")]
-Member = Annotated[bool, typer.Option("--member", help="Act as a member, not an admin.")]
 Ident = Annotated[str, typer.Argument(help="The profile's id.")]
-
-
-def acting(tenant: str, subject: str, member: bool) -> Principal:
-    """Who a profile command acts as."""
-    from sitekeep.model import Principal
-
-    return Principal(tenant, subject, "member" if member else "admin")
 
 
 def _when(at: Any) -> str:
@@ -53,6 +44,8 @@ def _freshness(profile: dict[str, Any]) -> str:
 
 
 def _table(profiles: list[dict[str, Any]]) -> Table:
+    from rich.table import Table
+
     table = Table("id", "name", "visibility", "country", "domains", "captured", "freshness")
     for p in profiles:
         table.add_row(
@@ -67,21 +60,15 @@ def _table(profiles: list[dict[str, Any]]) -> Table:
     return table
 
 
-def _run(use: Any) -> Any:
-    from sitekeep.cli import with_service  # sitekeep.cli imports this module
-
-    return with_service(use)
-
-
 @profile_app.command("list")
 def list_profiles(tenant: Tenant, subject: Actor = "cli", member: Member = False) -> None:
     """The profiles the subject may see: its own and the workspace's."""
     who = acting(tenant, subject, member)
-    found = _run(lambda svc: svc.profiles.list(who))
+    found = with_service(lambda svc: svc.profiles.list(who))
     if not found["profiles"]:
         typer.echo(f"no profiles for {subject} in tenant {tenant}")
         return
-    Console().print(_table(found["profiles"]))
+    show(_table(found["profiles"]))
 
 
 @profile_app.command("show")
@@ -90,13 +77,13 @@ def show_profile(
 ) -> None:
     """One profile and its hosts with counts (never values)."""
     who = acting(tenant, subject, member)
-    found: dict[str, Any] = _run(lambda svc: svc.profiles.get(who, ident))
-    console = Console()
-    console.print(_table([found]))
+    from rich.table import Table
+
+    found: dict[str, Any] = with_service(lambda svc: svc.profiles.get(who, ident))
     sites = Table("site", "cookies", "localStorage", "sessionStorage")
     for s in found["sites"]:
         sites.add_row(s["site"], str(s["cookies"]), str(s["local"]), str(s["session"]))
-    console.print(sites)
+    show(_table([found]), sites)
 
 
 @profile_app.command("create")
@@ -114,11 +101,12 @@ def create_profile(
 
     from sitekeep.args import CreateBody, unchecked
 
+    body = unchecked(CreateBody, name=name, visibility=visibility, country=country)
+
     async def use(svc: Service) -> dict[str, Any]:
-        body = unchecked(CreateBody, name=name, visibility=visibility, country=country)
         return await svc.profiles.create(who, body)
 
-    made = _run(use)
+    made = with_service(use)
     typer.echo(f"created profile {made['id']} ({made['name']}, {made['visibility']})")
 
 
@@ -142,8 +130,8 @@ def update_profile(
     if not changes:
         typer.echo("error: say --name, --visibility or --country", err=True)
         raise typer.Exit(2)
-    done = _run(lambda svc: svc.profiles.update(who, ident, changes))
-    Console().print(_table([done]))
+    done = with_service(lambda svc: svc.profiles.update(who, ident, changes))
+    show(_table([done]))
 
 
 @profile_app.command("delete")
@@ -152,5 +140,5 @@ def delete_profile(
 ) -> None:
     """Delete a profile and its site data."""
     who = acting(tenant, subject, member)
-    _run(lambda svc: svc.profiles.delete(who, ident))
+    with_service(lambda svc: svc.profiles.delete(who, ident))
     typer.echo(f"deleted profile {ident}")

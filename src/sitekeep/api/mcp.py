@@ -1,4 +1,6 @@
-"""MCP over streamable HTTP at ``/mcp`` in the HTTP app (SPEC §5), behind the bearer token.
+"""MCP over streamable HTTP at ``/mcp`` in the HTTP app (SPEC §5), behind the bearer token:
+the HTTP side of :mod:`sitekeep.mcp`'s one server (its gate answers with the HTTP API's
+error bodies, so it lives with the HTTP API).
 
 :class:`BearerGate` wraps the SDK's streamable HTTP app: a request without a known token
 gets the HTTP API's 401 body; one with gets its :class:`Principal` in the ASGI scope,

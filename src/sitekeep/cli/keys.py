@@ -14,9 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+
+from sitekeep.cli.support import err, load_settings, show, with_service
 
 if TYPE_CHECKING:
     from sitekeep.service import Service
@@ -25,12 +24,19 @@ if TYPE_CHECKING:
 __all__ = ["keys_app"]
 
 keys_app = typer.Typer(help="The master key ring (SPEC §12).", no_args_is_help=True)
-err = Console(stderr=True)
 
 
 async def _rotate(
     svc: Service, keys: KeyFile, retire: bool
 ) -> tuple[dict[str, dict[str, int]], bool, list[str]]:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     from sitekeep.service import keys as rotation
 
     total = len(await svc.keys.blobs())
@@ -41,7 +47,7 @@ async def _rotate(
         TextColumn("{task.description}"),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=err, transient=False) as progress:
+    with Progress(*columns, console=err(), transient=False) as progress:
         task = progress.add_task("", total=total)
 
         def advance(blob: rotation.Blob, outcome: rotation.Outcome) -> None:
@@ -69,45 +75,46 @@ def rotate(
     ] = False,
 ) -> None:
     """Reseal every secret, profile, snapshot and session mask under a new key."""
-    from sitekeep.cli import with_service
-    from sitekeep.cli_support import load_settings
     from sitekeep.service import keys as rotation
     from sitekeep.stores.cipher import KeyFile
 
     settings = load_settings()
     keys = KeyFile(settings.key_file, settings.master_key)
     if keys.from_env:
-        err.print("keys come from SITEKEEP_MASTER_KEY: resealing under the last one listed")
+        err().print("keys come from SITEKEEP_MASTER_KEY: resealing under the last one listed")
     elif new_key:
         ring = keys.add()
-        err.print(f"added key {ring.current.id}; {len(ring)} keys in {keys.path}")
+        err().print(f"added key {ring.current.id}; {len(ring)} keys in {keys.path}")
     counts, complete, retired = with_service(lambda svc: _rotate(svc, keys, retire), settings)
+    from rich.table import Table
+
     table = Table("kind", "resealed", "already current", "gone", "busy", "unreadable")
     for kind in rotation.KINDS:
         n = counts.get(kind, {})
         outcomes = ("resealed", "current", "gone", "busy", "unreadable")
         table.add_row(kind, *(str(n.get(o, 0)) for o in outcomes))
-    Console().print(table)
+    show(table)
     if retired:
-        err.print(f"retired keys no blob uses: {', '.join(retired)}")
+        err().print(f"retired keys no blob uses: {', '.join(retired)}")
     if not complete:
-        err.print("[yellow]some blobs were left under older keys: run it again[/]")
+        err().print("[yellow]some blobs were left under older keys: run it again[/]")
         raise typer.Exit(1)
 
 
 @keys_app.command("status")
 def status() -> None:
     """The key ring and how many blobs each key seals now."""
-    from sitekeep.cli import with_service
 
     async def use(svc: Service) -> tuple[list[str], str, dict[str, int]]:
         ring = svc.keys.ring
         return list(ring.ids), ring.current.id, await svc.keys.key_use()
 
     ids, current, used = with_service(use)
+    from rich.table import Table
+
     table = Table("key id", "seals", "")
     for kid in ids:
         table.add_row(kid, str(used.get(kid, 0)), "current" if kid == current else "")
     for kid in sorted(set(used) - set(ids)):
         table.add_row(kid, str(used[kid]), "[red]unknown: these blobs do not open[/]")
-    Console().print(table)
+    show(table)

@@ -23,12 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
+
+from sitekeep.cli.support import command_group, console, err
 
 if TYPE_CHECKING:
     from sitekeep.journal import Journal, JournalKey, Replayed
-
-from sitekeep.cli_support import command_group
 
 __all__ = ["journal_app"]
 
@@ -37,8 +36,6 @@ T = TypeVar("T")
 journal_app = command_group(
     "The journal of browser operations: check, replay, tail (never writes)."
 )
-out = Console(soft_wrap=True)
-err = Console(stderr=True)
 
 TenantOption = Annotated[str | None, typer.Option(help="The tenant (workspace).")]
 KeyOption = Annotated[str | None, typer.Option("--key", help="The session key.")]
@@ -58,7 +55,7 @@ def _journal() -> Journal:
     try:
         return open_journal(Settings())
     except (ValidationError, SitekeepError) as exc:
-        err.print(f"[red]bad setting:[/] {getattr(exc, 'message', exc)}")
+        err().print(f"[red]bad setting:[/] {getattr(exc, 'message', exc)}")
         raise typer.Exit(2) from exc
 
 
@@ -68,7 +65,7 @@ def _file_journal(path: Path) -> tuple[Journal, JournalKey]:
     from sitekeep.journal.files import JournalFile
 
     if not path.is_file():
-        err.print(f"[red]error:[/] no journal file at {path}")
+        err().print(f"[red]error:[/] no journal file at {path}")
         raise typer.Exit(2)
     return Journal(JournalFile(path)), JournalKey("file", path.name)
 
@@ -79,7 +76,7 @@ def _one(file: Path | None, tenant: str | None, key: str | None) -> tuple[Journa
     if file is not None:
         return _file_journal(file)
     if tenant is None or key is None:
-        err.print("[red]error:[/] give --tenant and --key, or --file")
+        err().print("[red]error:[/] give --tenant and --key, or --file")
         raise typer.Exit(2)
     return _journal(), JournalKey(tenant, key)
 
@@ -97,7 +94,7 @@ def _progress(journal: Journal, key: JournalKey) -> Iterator[Callable[[str, int]
         DownloadColumn(),
         TransferSpeedColumn(),
     )
-    with Progress(*columns, console=err, transient=True) as bar:
+    with Progress(*columns, console=err(), transient=True) as bar:
         tasks: dict[str, Any] = {}
 
         def advance(phase: str, size: int) -> None:
@@ -124,7 +121,7 @@ def _run(journal: Journal, work: Callable[[], Awaitable[T]]) -> T:
     try:
         return anyio.run(go)
     except SitekeepError as exc:
-        err.print(f"[red]error:[/] {exc.message}")
+        err().print(f"[red]error:[/] {exc.message}")
         raise typer.Exit(2) from exc
 
 
@@ -186,19 +183,19 @@ def check(
         for found, result in results.items():
             _print_check(found, result)
         bad = sum(not r.report.ok for r in results.values())
-        out.print(f"{len(results)} journal(s) checked, {bad} with problems")
+        console().print(f"{len(results)} journal(s) checked, {bad} with problems")
     raise typer.Exit(1 if any(not r.report.ok for r in results.values()) else 0)
 
 
 def _print_check(key: JournalKey, result: Replayed) -> None:
     report = result.report
     mark = "[green]ok[/]" if report.ok else "[red]PROBLEMS[/]"
-    out.print(
+    console().print(
         f"{mark}  {key.tenant}/{key.key}: {report.records} records in {report.lines} lines, "
         f"{report.branch} on the branch to {report.leaf or 'nothing'}"
     )
     if report.torn is not None:
-        out.print(
+        console().print(
             f"    torn tail: {report.torn.size} bytes at byte {report.torn.position} "
             "(an append that never returned: not committed)"
         )
@@ -208,7 +205,7 @@ def _print_check(key: JournalKey, result: Replayed) -> None:
             where.append(f"line {problem.line}")
         if problem.position is not None:
             where.append(f"byte {problem.position}")
-        out.print(f"    {problem.kind} {', '.join(where)}: {problem.message}")
+        console().print(f"    {problem.kind} {', '.join(where)}: {problem.message}")
 
 
 @journal_app.command()
@@ -258,30 +255,30 @@ def replay(
 
 def _print_state(body: dict[str, Any]) -> None:
     url = "(withheld: it holds a typed secret)" if body["url_withheld"] else body["url"]
-    out.print(f"url: {url}")
-    out.print(f"browser generation: {body['generation']}")
+    console().print(f"url: {url}")
+    console().print(f"browser generation: {body['generation']}")
     refs = body["refs"]
-    out.print(
+    console().print(
         f"refs: {refs['snapshot']} ({refs['count']} refs, {refs['status']})"
         if refs
         else "refs: none"
     )
-    out.print(f"last save: {body['last_save'] or 'none'}")
+    console().print(f"last save: {body['last_save'] or 'none'}")
     for pending in body["unsettled"]:
-        out.print(
+        console().print(
             f"[yellow]unsettled[/] {pending['op']} (begin {pending['begin']}): inspect the "
             "browser before acting; it is never repeated"
         )
     for entry in body["history"]:
-        out.print(f"  {entry['url']}")
+        console().print(f"  {entry['url']}")
     _print_check_lines(body["report"])
 
 
 def _print_check_lines(report: dict[str, Any]) -> None:
     if report["torn"]:
-        out.print(f"torn tail: {report['torn']['size']} bytes (not committed)")
+        console().print(f"torn tail: {report['torn']['size']} bytes (not committed)")
     for problem in report["problems"]:
-        out.print(f"[red]{problem['kind']}[/] line {problem['line']}: {problem['message']}")
+        console().print(f"[red]{problem['kind']}[/] line {problem['line']}: {problem['message']}")
 
 
 @journal_app.command()
@@ -299,7 +296,7 @@ def tail(
         print(json.dumps(rows, indent=2))
         return
     for row in rows:
-        out.print(_tail_line(row))
+        console().print(_tail_line(row))
 
 
 def _tail_line(row: dict[str, Any]) -> str:

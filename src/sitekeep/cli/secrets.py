@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from sitekeep.cli_support import command_group, console, fail, with_service
+from sitekeep.cli.support import Tenant, command_group, console, fail, operator, with_service
 from sitekeep.errors import InvalidInput, NotFound, SitekeepError
 
 if TYPE_CHECKING:
-    from sitekeep.model import Principal
     from sitekeep.service import Service
 
 __all__ = ["parse_values", "secret_app"]
@@ -28,8 +26,6 @@ __all__ = ["parse_values", "secret_app"]
 T = TypeVar("T")
 
 secret_app = command_group("The secrets catalogue: values are read from stdin only.")
-
-Tenant = Annotated[str, typer.Option(help="The tenant (workspace).")]
 
 
 def parse_values(text: str) -> dict[str, str]:
@@ -74,16 +70,6 @@ def _parse_json(text: str) -> dict[str, str]:
     return parsed
 
 
-def _operator(tenant: str) -> Principal:
-    from sitekeep.model import Principal
-
-    return Principal(tenant, "cli", "admin")
-
-
-def _run(use: Callable[[Service], Awaitable[T]]) -> T:
-    return with_service(use)
-
-
 @secret_app.command("set")
 def set_secret(
     name: Annotated[str, typer.Argument(metavar="NAME", help="The secret's name.")],
@@ -105,20 +91,15 @@ def set_secret(
         fail(exc, {})  # its message names stdin already
     from sitekeep.args import SecretBody, unchecked
 
-    info = _run(
-        lambda svc: svc.catalogue.put_secret(
-            _operator(tenant),
-            name,
-            unchecked(SecretBody, description=description, hosts=host or [], values=values),
-        )
-    )
+    body = unchecked(SecretBody, description=description, hosts=host or [], values=values)
+    info = with_service(lambda svc: svc.catalogue.put_secret(operator(tenant), name, body))
     typer.echo(f"saved secret {info.name} (keys: {', '.join(info.keys)})")
 
 
 @secret_app.command("list")
 def list_secrets(tenant: Tenant) -> None:
     """The tenant's secrets: name, description, hosts and key names (never values)."""
-    infos = _run(lambda svc: svc.catalogue.secrets(_operator(tenant)))
+    infos = with_service(lambda svc: svc.catalogue.secrets(operator(tenant)))
     if not infos:
         typer.echo(f"no secrets in tenant {tenant}")
         return
@@ -138,7 +119,7 @@ def delete_secret(
 
     async def delete(svc: Service) -> bool:
         try:
-            await svc.catalogue.delete_secret(_operator(tenant), name)
+            await svc.catalogue.delete_secret(operator(tenant), name)
         except NotFound:
             return False
         return True

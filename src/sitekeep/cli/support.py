@@ -1,4 +1,5 @@
-"""What every ``sitekeep`` command shares: settings, the service, consoles, one-line errors.
+"""What every ``sitekeep`` command shares: settings, the service, who acts, consoles,
+one-line errors.
 
 Light on purpose: ``sitekeep --help`` imports the command modules, and they import this;
 everything heavy (pydantic settings, the service, rich, anyio) is imported on first use,
@@ -10,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from typer.core import TyperGroup
@@ -19,11 +20,27 @@ from sitekeep.errors import SitekeepError
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
     from sitekeep.config import Settings
+    from sitekeep.model import Principal
     from sitekeep.service import Service
 
-__all__ = ["command_group", "console", "err", "fail", "load_settings", "with_service"]
+__all__ = [
+    "Actor",
+    "Member",
+    "Tenant",
+    "acting",
+    "command_group",
+    "console",
+    "err",
+    "fail",
+    "load_settings",
+    "operator",
+    "show",
+    "when",
+    "with_service",
+]
 
 T = TypeVar("T")
 
@@ -38,6 +55,10 @@ FLAGS: Mapping[str, str] = {
     "key": "--key",
 }
 """A service error's ``field`` → the command-line flag or argument that feeds it."""
+
+Tenant = Annotated[str, typer.Option(help="The tenant (workspace).")]
+Actor = Annotated[str, typer.Option("--as", help="The subject acting (the gate's creator).")]
+Member = Annotated[bool, typer.Option("--member", help="Act as a member, not an admin.")]
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -105,6 +126,16 @@ def console() -> Console:
     return Console(soft_wrap=True)
 
 
+def show(*tables: Table) -> None:
+    """Print tables on stdout through a new console (sized to the terminal of the moment,
+    long cells wrapped: a table, not soft-wrapped text)."""
+    from rich.console import Console
+
+    out = Console()
+    for table in tables:
+        out.print(table)
+
+
 @functools.cache
 def err() -> Console:
     """stderr, rich."""
@@ -166,3 +197,26 @@ def with_service(
         return anyio.run(run)
     except SitekeepError as exc:
         fail(exc, flags)
+
+
+def acting(tenant: str, subject: str, member: bool) -> Principal:
+    """Who a command acts as: ``subject`` of ``tenant`` (``--as``), an admin of it unless
+    ``--member``; the service's gates apply to it as to every caller."""
+    from sitekeep.model import Principal
+
+    return Principal(tenant, subject, "member" if member else "admin")
+
+
+def operator(tenant: str) -> Principal:
+    """The tenant's operator at the shell: subject ``cli``, an admin of ``tenant``."""
+    return acting(tenant, "cli", member=False)
+
+
+def when(at: object) -> str:
+    """A timestamp (seconds since the epoch) as UTC ``YYYY-MM-DD HH:MM:SS``; ``""`` for
+    anything else (never set)."""
+    from datetime import UTC, datetime
+
+    if not isinstance(at, int | float):
+        return ""
+    return datetime.fromtimestamp(at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")

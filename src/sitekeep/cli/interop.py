@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from sitekeep.cli_profiles import Actor, Member, acting
+from sitekeep.cli.support import Actor, Member, acting, with_service
 from sitekeep.errors import SitekeepError
 
 if TYPE_CHECKING:
@@ -148,12 +148,6 @@ SessionOption = Annotated[
 TenantOption = Annotated[
     str | None, typer.Option("--tenant", help="The tenant (with --profile or --session).")
 ]
-
-
-def with_service(use: Any) -> Any:
-    from sitekeep.cli import with_service as run  # sitekeep.cli imports this module
-
-    return run(use)
 
 
 @dataclass(frozen=True, slots=True)
