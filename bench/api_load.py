@@ -292,8 +292,10 @@ async def _in_process(path: str, total: int, clients: int, env: dict[str, str]) 
     import time as clock
 
     from sitekeep.api.app import create_app
+    from sitekeep.args import SecretBody
     from sitekeep.config import Settings
     from sitekeep.model import RECORD_JSON, HistoryEntry, SessionRecord, SiteData
+    from sitekeep.seam.records import record_key
 
     settings = Settings(
         data_dir=Path(env["SITEKEEP_DATA_DIR"]),
@@ -305,8 +307,8 @@ async def _in_process(path: str, total: int, clients: int, env: dict[str, str]) 
     app = create_app(settings, settle_heap=True)  # as `sitekeep serve` makes it
     async with app.router.lifespan_context(app):
         svc = app.state.service
-        token = await svc.create_token("bench", "admin", "admin")
-        who = await svc.authenticate(f"Bearer {token}")
+        token = await svc.catalogue.create_token("bench", "admin", "admin")
+        who = await svc.catalogue.authenticate(f"Bearer {token}")
         now = clock.time()
         url = "https://app.example.test/x"
         record = SessionRecord(
@@ -318,10 +320,11 @@ async def _in_process(path: str, total: int, clients: int, env: dict[str, str]) 
             last_used_at=now,
             history=(HistoryEntry("https://app.example.test", url, now),),
         )
-        store_key = svc.seam.record_key("bench", "s1")
-        await svc.seam.store.set(store_key, RECORD_JSON.dump_json(record), ttl=3600)
-        await svc.seam.put_snapshot("bench", "s1", SiteData(saved_at=now))
-        await svc.put_secret(who, "login", "", ["app.example.test"], {"password": "dummy"})
+        store_key = record_key("bench", "s1")
+        await svc.parts.seam.records.store.set(store_key, RECORD_JSON.dump_json(record), ttl=3600)
+        await svc.parts.seam.records.put_snapshot("bench", "s1", SiteData(saved_at=now))
+        body = SecretBody(hosts=["app.example.test"], values={"password": "dummy"})
+        await svc.catalogue.put_secret(who, "login", body)
         headers = [(b"host", b"bench"), (b"authorization", f"Bearer {token}".encode())]
         scope = {
             "type": "http",

@@ -4,7 +4,7 @@ Each variant is a set of Firefox preferences (on top of the bench's ``FIREFOX`` 
 and/or a way to wait on the first navigation; each has its own ``Service`` (its own
 geckodriver per browser, the shared profile template). One snapshot of N origins (the
 workload of ``save_restore.py``) is made once per size; then, run by run, the variants
-take turns (the order rotates each run): ``service.browsers.start("firefox")`` (not
+take turns (the order rotates each run): ``service.parts.browsers.start("firefox")`` (not
 timed), optionally ``--settle`` seconds of sleep, then ``restore()`` to the landing page
 (timed, checked after: title, localStorage, jar). Beside the total, the first
 ``browsingContext.navigate`` of each restore is timed on its own.
@@ -52,6 +52,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import save_restore as sr  # noqa: E402
 from fixtures.sites import start_sites  # noqa: E402
 from singles import end_service  # noqa: E402
+from sitekeep.args import OpenBody, SaveBody  # noqa: E402
 from sitekeep.browser import restore as restore_mod  # noqa: E402
 from sitekeep.browser.bidi import BidiConnection  # noqa: E402
 from sitekeep.browser.live import LiveBrowser, Loads  # noqa: E402
@@ -136,7 +137,7 @@ async def _no_loads(self: LiveBrowser) -> AsyncIterator[Loads]:
 
 async def one(variant: Variant, n: int, snapshot: Any, land: str, settle: float) -> None:
     assert variant.service is not None
-    browsers = variant.service.browsers
+    browsers = variant.service.parts.browsers
     t0 = time.perf_counter()
     live = await browsers.start("firefox")
     started = (time.perf_counter() - t0) * 1000
@@ -169,7 +170,7 @@ async def warm_template(variant: Variant, snapshot: Any, land: str, cache: Path)
     """One restore into a browser whose profile copy has no startupCache, then Firefox
     quits cleanly (Delete Session) and the startupCache it wrote goes into the template."""
     assert variant.service is not None
-    browsers = variant.service.browsers
+    browsers = variant.service.parts.browsers
     live = await browsers.start("firefox")
     profile = browsers._gecko.profile(live.ref.endpoint)
     assert profile is not None
@@ -212,7 +213,7 @@ async def timeline(runs: int) -> None:
     try:
         for r in range(2 * runs):
             settle = 2.0 if r % 2 else 0.0
-            live = await service.browsers.start("firefox")
+            live = await service.parts.browsers.start("firefox")
             try:
                 await asyncio.sleep(settle)
                 seen: dict[str, float] = {}
@@ -226,7 +227,7 @@ async def timeline(runs: int) -> None:
                 )
                 took = (time.perf_counter() - sent) * 1000
             finally:
-                await service.browsers.close(live.ref)
+                await service.parts.browsers.close(live.ref)
             steps = ", ".join(
                 f"{e.split('.')[1]} {(seen[e] - sent) * 1000:.0f}"
                 for e in TIMELINE_EVENTS
@@ -268,12 +269,12 @@ async def main(args: argparse.Namespace) -> None:
     try:
         for n in args.sizes:
             key = f"ff{n}"
-            await maker.open_session(sr.WHO, key=key)
+            await maker.sessions.open(sr.WHO, OpenBody(key=key))
             for url in sr.setup_pages(sites, n):
-                await maker.navigate(sr.WHO, key, url)
-            await maker.save_site_data(sr.WHO, key)
-            await maker.close_browser(sr.WHO, key)
-            snapshot = await maker._load_snapshot(sr.WHO.tenant, key)
+                await maker.sessions.navigate(sr.WHO, key, url)
+            await maker.sessions.save_site_data(sr.WHO, key, SaveBody())
+            await maker.sessions.close(sr.WHO, key)
+            snapshot = await maker.parts.seam.records.load_snapshot(sr.WHO.tenant, key)
             assert snapshot is not None
             land = sr.land_url(sites)
             for v in variants:

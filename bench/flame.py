@@ -1,7 +1,7 @@
 """Where sitekeep's own Python time goes in one save and one restore (issue #15).
 
 One Chromium session visits the pages of ``save_restore.py`` for N origins, then one
-``Service.save_site_data`` and one ``restore`` + land into a fresh browser run under the
+``Sessions.save_site_data`` and one ``restore`` + land into a fresh browser run under the
 standard library's ``cProfile`` on this process's CPU clock (``time.process_time``):
 every call of sitekeep's own code is counted, and the time spent waiting on the browser
 is not (the wall time beside it shows how much that is; under load the wall clock also
@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fixtures.sites import start_sites  # noqa: E402
 from save_restore import FLAGS, WHO, land_url, setup_pages  # noqa: E402
+from sitekeep.args import OpenBody, SaveBody  # noqa: E402
 from sitekeep.browser import restore as restore_mod  # noqa: E402
 from sitekeep.config import Settings  # noqa: E402
 from sitekeep.service import Service  # noqa: E402
@@ -50,20 +51,20 @@ def report(label: str, wall_ms: float, profile: cProfile.Profile, top: int) -> N
 
 async def one_size(service: Service, sites: object, n: int, top: int) -> None:
     key = f"flame{n}"
-    await service.open_session(WHO, key=key)
+    await service.sessions.open(WHO, OpenBody(key=key))
     for url in setup_pages(sites, n):  # type: ignore[arg-type]
-        await service.navigate(WHO, key, url)
-    await service.save_site_data(WHO, key)  # warm: imports, first reads
+        await service.sessions.navigate(WHO, key, url)
+    await service.sessions.save_site_data(WHO, key, SaveBody())  # warm: imports, first reads
     profile = cProfile.Profile(time.process_time)
     start = time.perf_counter()
     profile.enable()
-    await service.save_site_data(WHO, key)
+    await service.sessions.save_site_data(WHO, key, SaveBody())
     profile.disable()
     report(f"save, N={n}", (time.perf_counter() - start) * 1000, profile, top)
-    await service.close_browser(WHO, key)
-    snapshot = await service._load_snapshot(WHO.tenant, key)
+    await service.sessions.close(WHO, key)
+    snapshot = await service.parts.seam.records.load_snapshot(WHO.tenant, key)
     assert snapshot is not None
-    live = await service.browsers.start("chromium", pooled=False)
+    live = await service.parts.browsers.start("chromium", pooled=False)
     try:
         profile = cProfile.Profile(time.process_time)
         start = time.perf_counter()
@@ -73,8 +74,8 @@ async def one_size(service: Service, sites: object, n: int, top: int) -> None:
         assert not done.skipped, done.skipped
         report(f"restore + land, N={n}", (time.perf_counter() - start) * 1000, profile, top)
     finally:
-        await service.browsers.close(live.ref)
-    await service.delete_session(WHO, key)
+        await service.parts.browsers.close(live.ref)
+    await service.sessions.delete(WHO, key)
 
 
 async def main(sizes: list[int], top: int) -> None:
@@ -91,9 +92,9 @@ async def main(sizes: list[int], top: int) -> None:
             for n in sizes:
                 await one_size(service, sites, n, top)
         finally:
-            await service.browsers.close_all()
+            await service.parts.browsers.close_all()
             await service.aclose()
-            service.browsers.stop_local_drivers()
+            service.parts.browsers.stop_local_drivers()
             sites.stop()
 
 

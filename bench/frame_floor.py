@@ -85,7 +85,7 @@ def alone(frames: int, folder: Path) -> float:
 
 async def spare_page(service: Service, origins: list[str]) -> float:
     """ms of the spare page's navigation with a hidden frame per origin after the first."""
-    live = await service.browsers.start("chromium", pooled=True)
+    live = await service.parts.browsers.start("chromium", pooled=True)
     try:
         async with SpareResponder(live.conn, [live.context]) as spare:
             url = spare.url(origins[0], origins[1:])
@@ -93,9 +93,9 @@ async def spare_page(service: Service, origins: list[str]) -> float:
             await live.replace(url)
             return (time.perf_counter() - start) * 1000
     finally:
-        await service.browsers.close(live.ref)
-        service.browsers.replenish()
-        await service.browsers.pool_ready()
+        await service.parts.browsers.close(live.ref)
+        service.parts.browsers.replenish()
+        await service.parts.browsers.pool_ready()
         await asyncio.sleep(POOL_IDLE)
 
 
@@ -114,8 +114,8 @@ async def main(runs: int, sizes: list[int], engine: str = "chromedriver") -> Non
     tmp = tempfile.TemporaryDirectory(prefix="sitekeep-frame-floor-")
     folder = Path(tmp.name)
     service = Service.from_settings(bench_settings(folder / "data", chromium_bidi=engine))
-    await service.browsers.warm_up()
-    await service.browsers.pool_ready()
+    await service.parts.browsers.warm_up()
+    await service.parts.browsers.pool_ready()
     rows: dict[int, dict[str, list[float]]] = {}
     try:
         async with async_playwright() as pw:

@@ -13,7 +13,7 @@ rounds so machine noise hits every variant alike, the median time of each:
   what that call costs);
 * ``indexedDB.databases()`` — that call alone;
 * ``getCookies + READ`` — both in flight together, as a save sends them;
-* ``save_site_data`` — the whole save (``Service.save_site_data``; memory store, the
+* ``save_site_data`` — the whole save (``Sessions.save_site_data``; memory store, the
   journal in files with fsync).
 
 Run under the heavy lock::
@@ -44,6 +44,7 @@ from rich.table import Table  # noqa: E402
 from fixtures.sites import start_sites  # noqa: E402
 from save_restore import FIREFOX, WHO, bench_settings, setup_pages  # noqa: E402
 from singles import end_service  # noqa: E402
+from sitekeep.args import OpenBody, SaveBody  # noqa: E402
 from sitekeep.browser.scripts import READ  # noqa: E402
 from sitekeep.service import Service  # noqa: E402
 
@@ -63,12 +64,12 @@ async def measure(browser: str, rounds: int) -> dict[str, list[float]]:
     service = Service.from_settings(settings)
     times: dict[str, list[float]] = {}
     try:
-        await service.open_session(WHO, key="floor")
+        await service.sessions.open(WHO, OpenBody(key="floor"))
         for url in setup_pages(sites, 1):
-            await service.navigate(WHO, "floor", url)
-        record = await service.record(WHO, "floor")
+            await service.sessions.navigate(WHO, "floor", url)
+        record = await service.views.record(WHO, "floor")
         assert record.browser is not None
-        live = await service.seam.attach(record.browser)
+        live = await service.parts.seam.browsers.attach(record.browser)
         assert live is not None
         conn, target = live.conn, {"context": live.context}
 
@@ -109,7 +110,7 @@ async def measure(browser: str, rounds: int) -> dict[str, list[float]]:
             ("READ without idb", lambda: evaluate(f"({_NO_IDB})(true)", True)),
             ("indexedDB.databases()", lambda: evaluate("indexedDB.databases()", True)),
             ("getCookies + READ", both),
-            ("save_site_data", lambda: service.save_site_data(WHO, "floor")),
+            ("save_site_data", lambda: service.sessions.save_site_data(WHO, "floor", SaveBody())),
         ]
         await asyncio.sleep(1.0)  # the last page's load settles
         for _, run in variants:

@@ -9,12 +9,12 @@ sitekeep and Playwright alternate run by run in one process, so machine noise hi
   (``Domain=example.test``; the other origins set a host-only session cookie ``s{i}``
   instead), so the jar holds 3·N cookies. Both tools visit the same pages in the same
   order (every origin's three ``/__fixture/cookie`` pages, then its ``/__fixture/ls``
-  page; the last origin's page stays open). sitekeep: ``Service.save_site_data`` on that
+  page; the last origin's page stays open). sitekeep: ``Sessions.save_site_data`` on that
   session's browser (reads, composes, seals and stores the snapshot). Playwright:
   ``context.storage_state()`` on one context with one page.
 * **save full=True** — ``save_site_data(..., full=True)``: every origin read through the
   spare tab, ignoring the copies captured on leave. Same Playwright column.
-* **restore + land** — sitekeep: a browser from the warm pool (``service.browsers.start``,
+* **restore + land** — sitekeep: a browser from the warm pool (``service.parts.browsers.start``,
   not timed; the pool holds one started, never-used browser, as ``sitekeep serve`` keeps
   by default; after each sitekeep run, untimed, the pool refills and its new browser
   idles for ``POOL_IDLE`` = 1 s, as between a user's opens), then ``restore(live,
@@ -55,7 +55,7 @@ Single figures, after the sizes (``--runs`` each, medians):
   ``websockets`` client doing the same call (``bare_p50_ms``, the floor: what the driver
   and browser cost) and ``session.status`` (``relay_p50_ms``: the socket and the driver
   alone).
-* **journal overhead on a navigate** — ``Service.navigate`` on two sessions of one
+* **journal overhead on a navigate** — ``Sessions.navigate`` on two sessions of one
   service, one journaled (files, fsync) and one through a journal backend that keeps
   nothing (``singles.NoJournal``, bench only), alternating; the sessions swap roles halfway.
 
@@ -100,10 +100,11 @@ from rich.table import Table  # noqa: E402
 import singles  # noqa: E402
 import sitekeep.browser.manager as manager_mod  # noqa: E402
 import sitekeep.browser.snapshot as snapshot_mod  # noqa: E402
-import sitekeep.seam as seam_mod  # noqa: E402
+import sitekeep.seam.browsers as seam_browsers  # noqa: E402
 import targets  # noqa: E402
 from fixtures.sites import Sites, start_sites  # noqa: E402
 from sitekeep import sitedata  # noqa: E402
+from sitekeep.args import OpenBody, SaveBody  # noqa: E402
 from sitekeep.browser import docs as docs_mod  # noqa: E402
 from sitekeep.browser import restore as restore_mod  # noqa: E402
 from sitekeep.browser import save as save_mod  # noqa: E402
@@ -114,7 +115,10 @@ from sitekeep.browser.manager import BrowserManager  # noqa: E402
 from sitekeep.browser.spare import SpareResponder  # noqa: E402
 from sitekeep.config import Settings  # noqa: E402
 from sitekeep.model import Principal  # noqa: E402
+from sitekeep.seam.journaling import CallJournal  # noqa: E402
+from sitekeep.seam.records import Records  # noqa: E402
 from sitekeep.service import Service  # noqa: E402
+from sitekeep.service.sessions import Sessions  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
@@ -262,7 +266,7 @@ class Bench:
         """Untimed, after each sitekeep run: let the pool refill and its new browser idle
         for a second, as it does between a user's opens, before the next run of either
         tool — so the refill never runs beside a timed Playwright run either."""
-        await self.service.browsers.pool_ready()
+        await self.service.parts.browsers.pool_ready()
         await asyncio.sleep(POOL_IDLE)
 
     async def size(self, n: int, phases: bool) -> dict[str, Series]:
@@ -273,9 +277,9 @@ class Bench:
         settle = self.settle
 
         # The same pages, in the same order, in both tools.
-        await service.open_session(WHO, key=key)
+        await service.sessions.open(WHO, OpenBody(key=key))
         for url in pages:
-            await service.navigate(WHO, key, url)
+            await service.sessions.navigate(WHO, key, url)
         context = await self.pw_browser.new_context()
         page = await context.new_page()
         for url in pages:
@@ -286,7 +290,7 @@ class Bench:
 
         async def sk_save(full: bool, series: Series) -> float:
             start = self.clock()
-            result = await service.save_site_data(WHO, key, full=full)
+            result = await service.sessions.save_site_data(WHO, key, SaveBody(full=full))
             took = self.lap(start)
             saved = result["saved"]
             check(saved["cookies"] == 3 * n, f"sitekeep saved {saved['cookies']} cookies")
@@ -324,12 +328,12 @@ class Bench:
             await self.trace(f"save full=True, N={n}", lambda: sk_save(True, Series()))
             await self.trace(f"save, N={n}", lambda: sk_save(False, Series()))
         await context.close()
-        await service.close_browser(WHO, key)
-        snapshot = await service._load_snapshot(WHO.tenant, key)
+        await service.sessions.close(WHO, key)
+        snapshot = await service.parts.seam.records.load_snapshot(WHO.tenant, key)
         assert snapshot is not None
 
         async def sk_restore_into(pooled: bool) -> float:
-            live = await service.browsers.start("chromium", pooled=pooled)
+            live = await service.parts.browsers.start("chromium", pooled=pooled)
             try:
                 start = self.clock()
                 report = await restore_mod.restore(live, snapshot, land, now=time.time())
@@ -337,8 +341,8 @@ class Bench:
                 check(not report.skipped, f"sitekeep restore skipped {report.skipped}")
                 await self.verify_sitekeep(live, n)
             finally:
-                await service.browsers.close(live.ref)
-                service.browsers.replenish()  # as the service does once an open is done
+                await service.parts.browsers.close(live.ref)
+                service.parts.browsers.replenish()  # as the service does once an open is done
                 await settle()
             return took
 
@@ -375,15 +379,15 @@ class Bench:
         opened = out["open_session"] = Series()
 
         async def sk_open() -> float:
-            await service.close_browser(WHO, key)
+            await service.sessions.close(WHO, key)
             start = self.clock()
-            result = await service.open_session(WHO, key=key, url=land)
+            result = await service.sessions.open(WHO, OpenBody(key=key, url=land))
             took = self.lap(start)
             check(result["title"] == "landed", f"sitekeep landed on {result['title']!r}")
             check(not result["site_data"]["skipped"], "sitekeep open_session skipped")
-            record = await service._load(WHO.tenant, key)
+            record = await service.parts.seam.records.load(WHO.tenant, key)
             assert record is not None and record.browser is not None
-            live = await service.browsers.attach(record.browser)
+            live = await service.parts.browsers.attach(record.browser)
             assert live is not None
             await self.verify_sitekeep(live, n)
             await settle()
@@ -409,7 +413,7 @@ class Bench:
             del out["open_session"]
         if phases and "open" in self.only:
             await self.trace(f"open_session, N={n}", sk_open)
-        await service.close_browser(WHO, key)
+        await service.sessions.close(WHO, key)
         if self.firefox is not None:
             await self.firefox_runs(n, out, pages, land, phases)
         return out
@@ -420,13 +424,13 @@ class Bench:
         """The same work by sitekeep on Firefox ESR, into each table's Firefox column."""
         service, key = self.firefox, f"ff{n}"
         assert service is not None
-        await service.open_session(WHO, key=key)
+        await service.sessions.open(WHO, OpenBody(key=key))
         for url in pages:
-            await service.navigate(WHO, key, url)
+            await service.sessions.navigate(WHO, key, url)
 
         async def save(full: bool) -> float:
             start = self.clock()
-            result = await service.save_site_data(WHO, key, full=full)
+            result = await service.sessions.save_site_data(WHO, key, SaveBody(full=full))
             took = self.lap(start)
             check(result["saved"]["cookies"] == 3 * n, "Firefox saved cookies")
             check(len(result["saved"]["sites"]) == n, "Firefox saved sites")
@@ -447,12 +451,12 @@ class Bench:
                     out[op].firefox.append(took)
         if phases and "save" in out:
             await self.trace(f"Firefox save, N={n}", lambda: save(False))
-        await service.close_browser(WHO, key)
-        snapshot = await service._load_snapshot(WHO.tenant, key)
+        await service.sessions.close(WHO, key)
+        snapshot = await service.parts.seam.records.load_snapshot(WHO.tenant, key)
         assert snapshot is not None
 
         async def restore_into() -> float:
-            live = await service.browsers.start("firefox")
+            live = await service.parts.browsers.start("firefox")
             try:
                 start = self.clock()
                 report = await restore_mod.restore(live, snapshot, land, now=time.time())
@@ -460,13 +464,13 @@ class Bench:
                 check(not report.skipped, f"Firefox restore skipped {report.skipped}")
                 await self.verify_sitekeep(live, n)
             finally:
-                await service.browsers.close(live.ref)
+                await service.parts.browsers.close(live.ref)
             return took
 
         async def open_again() -> float:
-            await service.close_browser(WHO, key)
+            await service.sessions.close(WHO, key)
             start = time.perf_counter()
-            result = await service.open_session(WHO, key=key, url=land)
+            result = await service.sessions.open(WHO, OpenBody(key=key, url=land))
             took = ms(start)
             check(result["title"] == "landed", "Firefox open_session landed")
             return took
@@ -480,7 +484,7 @@ class Bench:
                 out[op].firefox.extend([await run() for _ in range(self.runs)])
         if phases and "restore + land, cold browser" in out:
             await self.trace(f"Firefox restore + land, cold, N={n}", restore_into)
-        await service.close_browser(WHO, key)
+        await service.sessions.close(WHO, key)
 
     async def why_spare(self, key: str, series: Series) -> None:
         """The fast save still read origins through the spare tab: one more (untimed) save
@@ -505,7 +509,7 @@ class Bench:
 
         save_mod._spare_read = spy  # type: ignore[assignment]
         try:
-            await self.service.save_site_data(WHO, key)
+            await self.service.sessions.save_site_data(WHO, key, SaveBody())
         finally:
             save_mod._spare_read = original  # type: ignore[assignment]
         series.detail["why_spare"] = found
@@ -604,18 +608,18 @@ class Tracer:
             (save_mod, "_spare_read", "save: spare tab loop (create..close)"),
             (save_mod, "_visit", "save:   spare visit (nav + getTree + READ)"),
             (snapshot_mod, "save_read", "save: save_read"),
-            (seam_mod, "restore", "open: restore"),
+            (seam_browsers, "restore", "open: restore"),
             (LiveBrowser, "replace", "LiveBrowser.replace (location.replace + load)"),
             (LiveBrowser, "page_info", "LiveBrowser.page_info"),
             (SpareResponder, "__aenter__", "spare: enter (subscribe + addIntercept)"),
             (SpareResponder, "_teardown", "spare: exit (removeIntercept + unsubscribe)"),
-            (seam_mod.Seam, "load", "seam: load record"),
-            (seam_mod.Session, "write", "journal: append (fsync)"),
-            (seam_mod.Seam, "load_snapshot", "seam: load + open snapshot"),
-            (seam_mod.Seam, "put_snapshot", "seam: seal + store snapshot"),
-            (seam_mod.Seam, "put", "seam: store record"),
-            (Service, "_reusable", "service: attach old browser"),
-            (Service, "close_browser", "service: close_browser"),
+            (Records, "load", "seam: load record"),
+            (CallJournal, "write", "journal: append (fsync)"),
+            (Records, "load_snapshot", "seam: load + open snapshot"),
+            (Records, "put_snapshot", "seam: seal + store snapshot"),
+            (Records, "put", "seam: store record"),
+            (Sessions, "_reusable", "service: attach old browser"),
+            (Sessions, "close", "service: close_browser"),
             (BrowserManager, "start", "browser start (session + BiDi wiring)"),
             (BrowserManager, "endpoint", "browser start:   chromedriver endpoint"),
             (BrowserManager, "_wire", "browser start:   BiDi connect + subscribe + preload"),
@@ -743,18 +747,18 @@ async def measure_singles(
                 }
             )
         )
-        await ff_pool.browsers.warm_up()
+        await ff_pool.parts.browsers.warm_up()
         kinds.append(("firefox", ff_pool))
     try:
         for kind, svc in kinds:
             out[f"open_session, pool, no site data, {kind}"] = await singles.open_empty(
                 svc, WHO, kind, runs, POOL_IDLE
             )
-            await svc.open_session(WHO, key="rt", browser=kind, url=land_url(sites))
-            live = await svc.live_browser(WHO, "rt")
+            await svc.sessions.open(WHO, OpenBody(key="rt", browser=kind, url=land_url(sites)))
+            live = await svc.views.live_browser(WHO, "rt")
             assert live is not None
             out[f"BiDi round trip, {kind}"] = await singles.round_trips(live)
-            await svc.delete_session(WHO, "rt")
+            await svc.sessions.delete(WHO, "rt")
     finally:
         for _kind, svc in kinds[1:]:
             await singles.end_service(svc)
@@ -821,7 +825,7 @@ async def main(
     tmp = tempfile.TemporaryDirectory(prefix="sitekeep-bench-")
     settings = bench_settings(Path(tmp.name), chromium_bidi=engine)
     service = Service.from_settings(settings)  # warm_browsers=1, as `sitekeep serve` runs
-    await service.browsers.warm_up()
+    await service.parts.browsers.warm_up()
     ff_settings = bench_settings(Path(tmp.name) / "firefox", chromium_bidi=engine, **FIREFOX)
     firefox = Service.from_settings(ff_settings) if not no_firefox else None
     results: dict[int, dict[str, Series]] = {}
@@ -841,7 +845,7 @@ async def main(
             browser_version = pw_browser.version
             await pw_browser.close()
         if firefox is not None:  # its browsers are closed: nothing of it runs beside these
-            await firefox.browsers.close_all()
+            await firefox.parts.browsers.close_all()
         figures = (
             {} if no_singles else await measure_singles(settings, service, sites, runs, no_firefox)
         )

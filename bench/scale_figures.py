@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fixtures.databases import REDIS_URL, clear_redis_prefix, redis_prefix  # noqa: E402
 from fixtures.sites import start_sites  # noqa: E402
+from sitekeep.args import OpenBody  # noqa: E402
 from sitekeep.config import Settings  # noqa: E402
 from sitekeep.model import Cookie, HistoryEntry, OriginStorage, Principal, SiteData  # noqa: E402
 from sitekeep.service import Service  # noqa: E402
@@ -65,9 +66,9 @@ async def redis_bytes() -> tuple[int, int]:
             for i in range(10)
         )
         record = SessionRecord("t1", "s1", "agent", "chromium", now, now, history=history)
-        async with service._held("t1", "s1"):
-            await service._put(record)
-        await service._put_snapshot("t1", "s1", snapshot())
+        async with service.parts.seam.records.held("t1", "s1"):
+            await service.parts.seam.records.put(record)
+        await service.parts.seam.records.put_snapshot("t1", "s1", snapshot())
         sizes = []
         for key in ("session/t1/s1", "site-data/t1/s1"):
             sizes.append(int(await client.memory_usage(prefix + key) or 0))
@@ -129,11 +130,11 @@ async def browser_pss(kind: str, url: str) -> int:
     service = Service.from_settings(settings)
     before = {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()}
     try:
-        await service.open_session(Principal("t1", "a"), key="m", browser=kind, url=url)
+        await service.sessions.open(Principal("t1", "a"), OpenBody(key="m", browser=kind, url=url))
         await asyncio.sleep(2)  # let the page settle: memory is read after the load
         return pss_kib(browser_root(kind, before))
     finally:
-        await service.end_browsers()
+        await service.reaper.end_browsers()
         await service.aclose()
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import websockets
 
+from sitekeep.args import OpenBody
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.config import Settings
 from sitekeep.journal import Entry, Journal, JournalBackend, JournalKey, open_journal
@@ -37,13 +38,13 @@ async def open_empty(service: Service, who: Principal, kind: str, runs: int, idl
     idled ``idle`` seconds; the first run is a warm-up."""
     took: list[float] = []
     for run in range(runs + 1):
-        await service.browsers.pool_ready()
+        await service.parts.browsers.pool_ready()
         await asyncio.sleep(idle)
         key = f"empty-{kind}-{run}"
         start = time.perf_counter()
-        await service.open_session(who, key=key, browser=kind)
+        await service.sessions.open(who, OpenBody(key=key, browser=kind))
         elapsed = ms(start)
-        await service.delete_session(who, key)
+        await service.sessions.delete(who, key)
         if run:
             took.append(elapsed)
     return figures(took)
@@ -175,7 +176,7 @@ class Switched:
 async def journal_overhead(
     settings: Settings, who: Principal, pages: tuple[str, str], runs: int
 ) -> dict[str, Any]:
-    """The journal's cost on ``Service.navigate``. One service, its journal (files, fsync,
+    """The journal's cost on ``Sessions.navigate``. One service, its journal (files, fsync,
     in ``settings.data_dir``) behind :class:`Switched`; two sessions, each in its own
     browser, one journaled and one not (:class:`NoJournal`); their navigates alternate
     (which goes first swaps each round). Halfway the two swap roles, so neither browser's
@@ -192,7 +193,7 @@ async def journal_overhead(
     keys = ("journal-a", "journal-b")
     try:
         for key in keys:
-            await service.open_session(who, key=key)
+            await service.sessions.open(who, OpenBody(key=key))
         for half in range(2):
             on_key, off_key = keys if half == 0 else keys[::-1]
             backend.off = {off_key}
@@ -200,7 +201,7 @@ async def journal_overhead(
                 order = [("on", on_key), ("off", off_key)]
                 for name, key in order if i % 2 == 0 else reversed(order):
                     start = time.perf_counter()
-                    await service.navigate(who, key, pages[i % 2])
+                    await service.sessions.navigate(who, key, pages[i % 2])
                     if i >= 2:
                         times[name].append(ms(start))
     finally:
@@ -217,9 +218,9 @@ async def journal_overhead(
 
 async def end_service(service: Service) -> None:
     """Close the service's browsers and its embedded driver."""
-    await service.browsers.close_all()
+    await service.parts.browsers.close_all()
     await service.aclose()
-    service.browsers.stop_local_drivers()
+    service.parts.browsers.stop_local_drivers()
 
 
 async def _journal_only(runs: int) -> None:

@@ -38,6 +38,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from fixtures.sites import start_sites  # noqa: E402
+from sitekeep.args import OpenBody  # noqa: E402
 from sitekeep.browser import keys, page  # noqa: E402
 from sitekeep.browser.live import LiveBrowser  # noqa: E402
 from sitekeep.config import Settings  # noqa: E402
@@ -128,8 +129,8 @@ async def main() -> None:
         service = Service.from_settings(settings)
         try:
             url = sites.url("bench.example.test", "/__fixture/html?body=" + quote(PAGE))
-            await service.open_session(WHO, key="speed", url=url)
-            browser = await service.live_browser(WHO, "speed")
+            await service.sessions.open(WHO, OpenBody(key="speed", url=url))
+            browser = await service.views.live_browser(WHO, "speed")
             assert browser is not None
             rows: dict[str, dict[int, float]] = {"before": {}, "fallback": {}, "engine": {}}
             for n in BEFORE_SIZES:
@@ -139,8 +140,8 @@ async def main() -> None:
             for n in ENGINE_SIZES:
                 rows["engine"][n] = await rate(browser, "engine", "#t", n, options.runs)
         finally:
-            await service.browsers.close_all()
-            service.browsers.stop_local_drivers()
+            await service.parts.browsers.close_all()
+            service.parts.browsers.stop_local_drivers()
             await service.aclose()
     report(kind, rows, options.runs)
 

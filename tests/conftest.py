@@ -161,7 +161,7 @@ async def open_api(settings: Settings, stack: AsyncExitStack) -> Api:
     app = create_app(settings)
     await stack.enter_async_context(app.router.lifespan_context(app))
     service: Service = app.state.service
-    token = await service.create_token(WHO.tenant, WHO.subject, WHO.role)
+    token = await service.catalogue.create_token(WHO.tenant, WHO.subject, WHO.role)
     http = httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app),
         base_url="http://sitekeep.test",
@@ -172,8 +172,8 @@ async def open_api(settings: Settings, stack: AsyncExitStack) -> Api:
     stack.push_async_callback(http.aclose)
 
     async def close_browsers() -> None:
-        await service.browsers.close_all()
-        service.browsers.stop_local_drivers()
+        await service.parts.browsers.close_all()
+        service.parts.browsers.stop_local_drivers()
 
     stack.push_async_callback(close_browsers)
     return Api(http, service)

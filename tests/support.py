@@ -72,12 +72,12 @@ class Api:
 
     async def browser(self, key: str) -> LiveBrowser:
         """The session's live browser, to drive a page the way a person would."""
-        live = await self.service.live_browser(WHO, key)
+        live = await self.service.views.live_browser(WHO, key)
         assert live is not None, f"session {key} has no live browser"
         return live
 
     async def snapshot(self, key: str) -> SiteData:
-        stored = await self.service._load_snapshot(WHO.tenant, key)
+        stored = await self.service.parts.seam.records.load_snapshot(WHO.tenant, key)
         assert stored is not None, f"session {key} has no snapshot"
         return stored
 
@@ -147,7 +147,7 @@ def make_token(
     settings: Settings, tenant: str = "t1", subject: str = "agent", role: Role = "member"
 ) -> str:
     """A new bearer token in the stores of ``settings``."""
-    token: str = on_service(settings, lambda svc: svc.create_token(tenant, subject, role))
+    token: str = on_service(settings, lambda svc: svc.catalogue.create_token(tenant, subject, role))
     return token
 
 

@@ -118,7 +118,8 @@ class Settings(BaseSettings):
     sooner."""
     live_captures: int | None = Field(default=None, ge=1, le=4)
     """Overlapping ``captureScreenshot`` commands per live socket (the newest frame wins,
-    order kept); None: per browser, :data:`sitekeep.live.PIPELINE` (Chromium 3, Firefox 1)."""
+    order kept); None: per browser, :data:`sitekeep.service.relay.PIPELINE` (Chromium 3,
+    Firefox 1)."""
     metrics_token: SecretStr | None = Field(default=None, min_length=16)
     """The scrape token ``GET /metrics`` needs (``Authorization: Bearer <it>``; at least 16
     characters). Its counts span every tenant (SPEC §12), so without it ``/metrics`` is

@@ -30,15 +30,23 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, unquote_plus
 
 from sitekeep.model import SITE_DATA_JSON, OriginStorage, SiteData
 
-__all__ = ["MASK", "PIECE", "Masker", "carried", "forms", "masked_site_data"]
+__all__ = ["MASK", "PIECE", "Masker", "appears_in", "carried", "forms", "masked_site_data"]
 
 MASK = "•••"
 PIECE = 12
 """Characters of a value that, found together in a result, are masked."""
+
+
+def appears_in(value: str, url: str) -> bool:
+    """Whether a secret value stands in a URL, as typed or URL-encoded (a GET form puts
+    field values in the query string, RFC 3986 / HTML §form submission)."""
+    if not value:
+        return False
+    return any(form in url for form in forms(value)) or value in unquote_plus(url)
 
 
 def forms(value: str) -> set[str]:

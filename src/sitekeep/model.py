@@ -34,6 +34,7 @@ __all__ = [
     "escape_surrogates",
     "json_bytes",
     "load_site_data",
+    "well_formed",
 ]
 
 SameSite = Literal["strict", "lax", "none", "default"]
@@ -229,7 +230,7 @@ class SessionRecord:
     """The values every result, view and export of this session masks — those of the
     secrets typed here, as they were when typed, and the ``SiteData.mask`` of every
     snapshot or profile restored into its browsers — sealed for ``(tenant, "mask", key)``
-    and base64-encoded (``Seam.mask_values``); None when there are none."""
+    and base64-encoded (``Records.mask_values``); None when there are none."""
 
     @property
     def url(self) -> str | None:
@@ -284,3 +285,21 @@ def load_site_data(raw: bytes | str) -> SiteData:
         ValueError: not JSON; pydantic.ValidationError: not a snapshot.
     """
     return SITE_DATA_JSON.validate_python(json.loads(raw))
+
+
+def well_formed(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with each lone UTF-16 surrogate in its strings (a page's title, a storage
+    key, a value in the owner's view) replaced by U+FFFD, so every facade can encode it as
+    UTF-8. Results show state; the snapshot keeps it exactly (:func:`json_bytes`)."""
+    cleaned: dict[str, Any] = _scrub(result)
+    return cleaned
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if value.isascii() else LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v) for v in value]
+    return value

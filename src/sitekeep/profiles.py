@@ -29,8 +29,9 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from sitekeep.cookies import cookie_host
+from sitekeep.cookies import cookie_host, covers_host
 from sitekeep.errors import Forbidden, InvalidInput, NotFound
 from sitekeep.history import origin_of
 from sitekeep.limits import MAX_PROFILE_NAME
@@ -43,13 +44,14 @@ from sitekeep.stores.cipher import Cipher
 __all__ = [
     "EXPIRY_SOON_DAYS",
     "KIND",
+    "GatedProfiles",
     "Loaded",
     "Op",
-    "Profiles",
     "captured",
     "check_country",
     "first_site",
     "gate",
+    "landing",
     "may_manage",
     "profile_json",
 ]
@@ -227,7 +229,7 @@ class Loaded:
     site_data: SiteData
 
 
-class Profiles:
+class GatedProfiles:
     """The profile use cases over a ``ProfileStore`` and the cipher, each behind
     :func:`gate` (SPEC §9)."""
 
@@ -376,3 +378,26 @@ def first_site(site_data: SiteData) -> str | None:
     for origin in site_data.origins:
         return origin
     return site_data.session.origin if site_data.session is not None else None
+
+
+def landing(site_data: SiteData) -> str | None:
+    """Where "Sign in again" lands: the first origin the profile was saved with (scheme,
+    host and port as saved) that one of its cookies is sent to (RFC 6265bis §5.1.3,
+    :func:`~sitekeep.cookies.covers_host`), else its first origin at all
+    (:func:`first_site`), else its first cookie's host — ``https``
+    when that cookie is Secure, ``http`` otherwise (no port is known then); None
+    (``about:blank``) for an empty profile."""
+    origins = list(site_data.origins)
+    if site_data.session is not None:
+        origins.append(site_data.session.origin)
+    for origin in origins:
+        host = urlsplit(origin).hostname or ""
+        if any(covers_host(cookie, host) for cookie in site_data.cookies):
+            return origin + "/"
+    first = first_site(site_data)
+    if first is not None:
+        return first + "/"
+    if not site_data.cookies:
+        return None
+    cookie = site_data.cookies[0]
+    return f"{'https' if cookie.secure else 'http'}://{cookie_host(cookie)}/"

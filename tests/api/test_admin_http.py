@@ -81,7 +81,9 @@ class Admin:
 
     async def state(self, key: str = "s1") -> tuple[SessionRecord | None, SiteData | None]:
         svc = self.service
-        return await svc._load(WHO.tenant, key), await svc._load_snapshot(WHO.tenant, key)
+        return await svc.parts.seam.records.load(
+            WHO.tenant, key
+        ), await svc.parts.seam.records.load_snapshot(WHO.tenant, key)
 
 
 async def seed(
@@ -99,27 +101,27 @@ async def seed(
     )
 
     async def body() -> dict[str, Any]:
-        await service._load(WHO.tenant, key)  # the revision a write goes over
-        await service._put(record)
+        await service.parts.seam.records.load(WHO.tenant, key)  # the revision a write goes over
+        await service.parts.seam.records.put(record)
         if snapshot is not None:
-            await service._put_snapshot(WHO.tenant, key, snapshot)
+            await service.parts.seam.records.put_snapshot(WHO.tenant, key, snapshot)
         return {}
 
-    await service._seam(WHO, key, "seed", {}, body)
+    await service.parts.seam.call(WHO, key, lambda _: body(), inspect=False)
 
 
 @pytest.fixture
 async def admin(make_api: ApiFactory) -> AsyncIterator[Admin]:
     api: Api = await make_api()
     bearer = {
-        "admin": await api.service.create_token(WHO.tenant, "boss", "admin"),
-        "member": await api.service.create_token(WHO.tenant, "agent", "member"),
-        "intruder": await api.service.create_token("t2", "intruder", "admin"),
+        "admin": await api.service.catalogue.create_token(WHO.tenant, "boss", "admin"),
+        "member": await api.service.catalogue.create_token(WHO.tenant, "agent", "member"),
+        "intruder": await api.service.catalogue.create_token("t2", "intruder", "admin"),
     }
     headers = {who: {"Authorization": f"Bearer {t}"} for who, t in bearer.items()}
     headers["nobody"] = {"Authorization": "Bearer sk_unknown"}
     await seed(api.service, "s1", HISTORY, SNAPSHOT)
-    await api.service.secrets.put(
+    await api.service.parts.vault.put(
         WHO.tenant, "app-login", "staging", ["app.example.test"], {"password": "dummy-pw"}
     )
     yield Admin(api.http, api.service, headers)

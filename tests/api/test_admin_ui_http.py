@@ -16,9 +16,10 @@ import httpx
 import jinja2
 import pytest
 
-from sitekeep.admin import SIGN_IN_TTL
+from sitekeep.args import CreateBody
 from sitekeep.model import Principal
 from sitekeep.service import Service
+from sitekeep.service.signins import SIGN_IN_TTL
 from support import WHO, Api, ApiFactory
 
 from .test_admin_http import HISTORY, SNAPSHOT, seed
@@ -64,9 +65,9 @@ async def ui(make_api: ApiFactory) -> AsyncIterator[Ui]:
     yield Ui(
         http,
         api.service,
-        admin=await api.service.create_token(WHO.tenant, "boss", "admin"),
-        member=await api.service.create_token(WHO.tenant, "agent", "member"),
-        intruder=await api.service.create_token("t2", "intruder", "admin"),
+        admin=await api.service.catalogue.create_token(WHO.tenant, "boss", "admin"),
+        member=await api.service.catalogue.create_token(WHO.tenant, "agent", "member"),
+        intruder=await api.service.catalogue.create_token("t2", "intruder", "admin"),
     )
     await http.aclose()
 
@@ -114,7 +115,7 @@ async def test_sign_in_sets_a_strict_httponly_cookie_holding_no_token(ui: Ui) ->
     sid = cookie.split(";")[0].split("=", 1)[1]
     assert ui.admin not in cookie and sid != ui.admin
     # The store keeps the id's hash with the principal, never the id nor the token.
-    store = ui.service._store
+    store = ui.service.parts.stores.sessions
     [key] = await store.keys("admin-sign-in/")
     assert key == "admin-sign-in/" + hashlib.sha256(sid.encode()).hexdigest()
     kept = await store.get(key)
@@ -146,7 +147,7 @@ async def test_a_sign_in_is_refused_to_members_strangers_and_other_sites(
     token = {"member": ui.member, "nobody": "sk_unknown", "admin": ui.admin}[who]
     reply = await ui.sign_in(token, **headers)
     assert reply.status_code == status and "set-cookie" not in reply.headers
-    assert await ui.service._store.keys("admin-sign-in/") == []
+    assert await ui.service.parts.stores.sessions.keys("admin-sign-in/") == []
 
 
 async def test_signing_in_again_ends_the_sign_in_the_browser_had(ui: Ui) -> None:
@@ -155,22 +156,22 @@ async def test_signing_in_again_ends_the_sign_in_the_browser_had(ui: Ui) -> None
     await ui.sign_in()
     second = ui.http.cookies["sitekeep_admin"]
     assert first != second
-    assert await ui.service.admin.signed_in(first) is None
-    assert await ui.service.admin.signed_in(second) is not None
+    assert await ui.service.sign_ins.signed_in(first) is None
+    assert await ui.service.sign_ins.signed_in(second) is not None
 
 
 async def test_a_sign_in_expires(ui: Ui, monkeypatch: pytest.MonkeyPatch) -> None:
     await ui.sign_in()
     assert (await ui.http.get("/admin")).status_code == 200
-    now = ui.service._clock()
-    monkeypatch.setattr(ui.service, "_clock", lambda: now + SIGN_IN_TTL + 1)
+    now = ui.service.sign_ins._clock()
+    monkeypatch.setattr(ui.service.sign_ins, "_clock", lambda: now + SIGN_IN_TTL + 1)
     assert (await ui.http.get("/admin")).status_code == 303
 
 
 @pytest.mark.parametrize(("method", "path"), WRITES)
 async def test_every_write_needs_the_token_and_this_origin(ui: Ui, method: str, path: str) -> None:
     await seed(ui.service, "s1", HISTORY, SNAPSHOT)
-    await ui.service.secrets.put(WHO.tenant, "staging", "", ["app.example.test"], {"k": "v"})
+    await ui.service.parts.vault.put(WHO.tenant, "staging", "", ["app.example.test"], {"k": "v"})
     await ui.sign_in()
     form = {"name": "planted", "hosts": "app.example.test", "values": "k=v"}
     forged: list[dict[str, str]] = [
@@ -188,9 +189,9 @@ async def test_every_write_needs_the_token_and_this_origin(ui: Ui, method: str, 
         reply = await ui.http.request(method, path, **kwargs)
         assert reply.status_code == 403, (headers, reply.text)
     assert await ui.snapshot_hosts() == ["app.example.test", "id.example.test", "ads.cdn.test"]
-    record = await ui.service._load(WHO.tenant, "s1")
+    record = await ui.service.parts.seam.records.load(WHO.tenant, "s1")
     assert record is not None and record.history == HISTORY
-    names = [s.name for s in await ui.service.secrets.list(WHO.tenant)]
+    names = [s.name for s in await ui.service.parts.vault.list(WHO.tenant)]
     assert names == ["staging"]
     assert (await ui.http.get("/admin")).status_code == 200  # still signed in
 
@@ -219,7 +220,7 @@ async def test_a_form_must_be_small_and_url_encoded(ui: Ui) -> None:
     assert reply.status_code == 400 and "at most 65536 bytes" in reply.text
     as_json = await ui.http.post("/admin/ui/secrets", json={"csrf": ui.csrf})
     assert as_json.status_code == 400
-    assert [s.name for s in await ui.service.secrets.list(WHO.tenant)] == []
+    assert [s.name for s in await ui.service.parts.vault.list(WHO.tenant)] == []
 
 
 @pytest.mark.parametrize(
@@ -240,7 +241,7 @@ async def test_a_bad_secret_form_says_what_and_never_echoes_values(
     assert reply.status_code == 400 and says in reply.text
     assert "SEKRIT" not in reply.text
     assert 'value="s3"' in reply.text  # the name is kept; values are never put back
-    assert await ui.service.secrets.list(WHO.tenant) == []
+    assert await ui.service.parts.vault.list(WHO.tenant) == []
 
 
 async def test_every_admin_response_carries_the_security_headers(ui: Ui) -> None:
@@ -291,7 +292,7 @@ def test_templates_hold_no_inline_script_style_or_outside_url() -> None:
 
 
 async def test_revoking_a_token_ends_the_sign_ins_made_with_it(ui: Ui) -> None:
-    second = await ui.service.create_token(WHO.tenant, "deputy", "admin")
+    second = await ui.service.catalogue.create_token(WHO.tenant, "deputy", "admin")
     other_ui = httpx.AsyncClient(transport=ui.http._transport, base_url=OWN)
     await other_ui.post("/admin/sign-in", data={"token": second})
     assert (await other_ui.get("/admin")).status_code == 200
@@ -318,7 +319,7 @@ async def test_a_token_another_replica_revoked_signs_in_no_more_though_remembere
     # gap); a sign-in may not: it would turn those seconds into an 8-hour sign-in.
     bearer = {"Authorization": f"Bearer {ui.admin}"}
     assert (await ui.http.get("/admin/sessions", headers=bearer)).status_code == 200
-    await ui.service.stores.tokens.delete(hashlib.sha256(ui.admin.encode()).hexdigest())
+    await ui.service.parts.stores.tokens.delete(hashlib.sha256(ui.admin.encode()).hexdigest())
     reply = await ui.sign_in()
     assert reply.status_code == 401, reply.headers
     assert "sitekeep_admin" not in reply.headers.get("set-cookie", "")
@@ -332,20 +333,20 @@ async def test_a_revocation_landing_between_the_token_check_and_the_sign_in_ends
 ) -> None:
     # The sign-in checked the token, then the revocation ran (its sweep of sign-ins found
     # none yet), then the sign-in was written: it must not outlive the revocation by hours.
-    second = await ui.service.create_token(WHO.tenant, "deputy", "admin")
+    second = await ui.service.catalogue.create_token(WHO.tenant, "deputy", "admin")
     deputy = hashlib.sha256(second.encode()).hexdigest()[:16]
-    admin = ui.service.admin
+    admin = ui.service.sign_ins
     sign_in = admin.sign_in
 
     async def revoked_meanwhile(*args: Any, **kwargs: Any) -> Any:
-        await ui.service.revoke_token(deputy, WHO.tenant)
+        await ui.service.catalogue.revoke_token(None, deputy, WHO.tenant)
         return await sign_in(*args, **kwargs)
 
     monkeypatch.setattr(admin, "sign_in", revoked_meanwhile)
     reply = await ui.sign_in(second)
     assert reply.status_code == 401, reply.headers
     assert (await ui.http.get("/admin")).status_code == 303
-    assert await ui.service._store.keys("admin-sign-in/") == []
+    assert await ui.service.parts.stores.sessions.keys("admin-sign-in/") == []
 
 
 async def test_the_session_page_has_a_journal_tab_whose_pane_loads_by_itself(ui: Ui) -> None:
@@ -395,7 +396,7 @@ async def test_every_template_renders_well_formed_html(
     boss = Principal(WHO.tenant, "boss", "admin")
     await ui.service.admin.clear_history(boss, "s1")  # a journal row for the pane
     live, _ = await ui.service.live._start(boss, "s1")  # a live record; no browser needed
-    await ui.service.create_profile(boss, "Shop", "workspace", None)
+    await ui.service.profiles.create(boss, CreateBody(name="Shop", visibility="workspace"))
     pages += [
         *PAGES,
         "/admin/ui/sessions/s1?tab=history",
@@ -435,4 +436,4 @@ async def test_a_live_browser_asked_for_from_the_ui_is_bounded_like_the_apis(ui:
     )
     assert reply.status_code == 400, reply.text[:300]
     assert "a URL is at most 8192 characters" in reply.text
-    assert not ui.service.browsers._live
+    assert not ui.service.parts.browsers._live

@@ -84,7 +84,7 @@ async def test_the_async_client_mirrors_the_sync_one(api: Api, sites: Sites) -> 
 )
 async def test_webdriver_hands_the_browser_to_its_owner_only(api: Api, sites: Sites) -> None:
     token = api.http.headers["authorization"].removeprefix("Bearer ")
-    other = await api.service.create_token("t1", "someone-else", "member")
+    other = await api.service.catalogue.create_token("t1", "someone-else", "member")
     transport = api.http._transport
     async with (
         AsyncClient("http://sitekeep.test", token, transport=transport) as owner,
@@ -93,7 +93,7 @@ async def test_webdriver_hands_the_browser_to_its_owner_only(api: Api, sites: Si
         mine = owner.session("wd")
         await mine.open(url=sites.url("app.example.test", "/"))
         where = await mine.webdriver()
-        record = await api.service.record(WHO, "wd")
+        record = await api.service.views.record(WHO, "wd")
         assert record.browser is not None
         # Endpoints of sitekeep's own (SPEC §21), never the driver's address or session id.
         assert where["session_id"] != record.browser.session_id

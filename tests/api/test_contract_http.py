@@ -145,7 +145,7 @@ async def test_oversize_input_is_400_naming_the_field_before_any_browser(
     api: Api, path: str, body: dict[str, Any], field: str
 ) -> None:
     assert_error(await api.http.post(path, json=body), 400, "invalid_input", field)
-    assert not api.service.browsers._live
+    assert not api.service.parts.browsers._live
 
 
 async def test_an_oversize_key_in_the_path_is_400_naming_it(api: Api) -> None:
@@ -279,7 +279,7 @@ async def test_a_live_session_body_is_strict_and_bounded_like_an_opens(
     api: Api, body: dict[str, Any], field: str
 ) -> None:
     assert_error(await api.http.post("/v1/live-sessions", json=body), 400, "invalid_input", field)
-    assert not api.service.browsers._live
+    assert not api.service.parts.browsers._live
 
 
 def _json_operations(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -330,7 +330,7 @@ async def test_a_lone_surrogate_or_an_unbounded_number_in_any_json_body_is_400_n
                 headers={"Content-Type": "application/json"},
             )
             assert_error(reply, 400, "invalid_input", field.replace("FIELD", first))
-    assert not api.service.browsers._live
+    assert not api.service.parts.browsers._live
 
 
 @pytest.mark.parametrize(

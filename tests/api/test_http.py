@@ -110,7 +110,7 @@ async def test_navigate_without_a_url_is_400(api: Api) -> None:
 @pytest.mark.e2e
 async def test_one_tenant_never_sees_another_tenants_session(api: Api, sites: Sites) -> None:
     await api.open(key="shared-name", url=sites.url("app.example.test"))
-    other = await api.service.create_token("t2", "intruder", "admin")
+    other = await api.service.catalogue.create_token("t2", "intruder", "admin")
     headers = {"Authorization": f"Bearer {other}"}
     for method, path in (
         ("GET", "/v1/sessions/shared-name"),
@@ -138,8 +138,10 @@ async def test_a_full_service_tells_a_tenant_only_that_it_is_full(
     api: Api = await make_api(max_sessions=2, max_sessions_per_tenant=5)
     for number in (1, 2):  # every slot held by another tenant's browsers
         held = Run(f"held-{number}", "t2", f"busy-{number}", "chromium", time.time(), "elsewhere")
-        assert await api.service.stores.runs.reserve(held, per_tenant=None, total=None) is None
-    token = await api.service.create_token("t1", "someone", role)
+        assert (
+            await api.service.parts.stores.runs.reserve(held, per_tenant=None, total=None) is None
+        )
+    token = await api.service.catalogue.create_token("t1", "someone", role)
     reply = await api.http.post(
         path, json={"key": "mine"}, headers={"Authorization": f"Bearer {token}"}
     )

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from poison import Poisoned, page_surrogates, poisoned
+from sitekeep.args import CreateBody
 from sitekeep.cli import app
 from sitekeep.config import Settings
 from sitekeep.errors import InvalidInput
@@ -194,15 +195,15 @@ def test_cli_imports_refuse_every_poison_naming_the_field_and_write_nothing(
 
     async def prepare(svc: Service) -> str:
         await seed(svc, "poisoned", HISTORY, SNAPSHOT)
-        made = await svc.create_profile(boss, "poisoned", "private", None)
-        await svc.import_profile_state(boss, made["id"], GOOD)
+        made = await svc.profiles.create(boss, CreateBody(name="poisoned", visibility="private"))
+        await svc.interop.import_profile_state(boss, made["id"], GOOD)
         return str(made["id"])
 
     ident = on_service(settings_, prepare)
 
     async def state(svc: Service) -> tuple[Any, ...]:
-        profile = await svc.export_profile_state(boss, ident)
-        return profile, await svc.export_session_state(boss, "poisoned")
+        profile = await svc.interop.export_profile_state(boss, ident)
+        return profile, await svc.interop.export_session_state(boss, "poisoned")
 
     before = on_service(settings_, state)
     ends = {

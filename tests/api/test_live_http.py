@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from sitekeep.errors import Unauthorized
-from sitekeep.live import TICKET_TTL
 from sitekeep.model import Principal
+from sitekeep.service.live import TICKET_TTL
 from support import WHO, Api
 
 pytestmark = pytest.mark.anyio
@@ -37,8 +37,8 @@ async def test_a_ticket_opens_only_its_own_live_session_and_only_in_time(
         with pytest.raises(Unauthorized):
             await api.service.live.redeem(ticket, live.id)
     late = await api.service.live.ticket(WHO, live.id)
-    now = api.service._clock()
-    monkeypatch.setattr(api.service, "_clock", lambda: now + TICKET_TTL + 1)
+    now = api.service.live._clock()
+    monkeypatch.setattr(api.service.live, "_clock", lambda: now + TICKET_TTL + 1)
     with pytest.raises(Unauthorized):
         await api.service.live.redeem(late["ticket"], live.id)
 
@@ -73,7 +73,7 @@ async def test_a_live_session_expires_after_its_ttl(
 ) -> None:
     live, _ = await api.service.live._start(WHO, "s1")
     later = live.expires_at + 1
-    monkeypatch.setattr(api.service, "_clock", lambda: later)
+    monkeypatch.setattr(api.service.live, "_clock", lambda: later)
     assert await api.service.live.why_over(live) == "expired"
     assert await api.service.live.current(WHO.tenant, WHO.subject) is None
 

@@ -95,7 +95,7 @@ async def test_a_flood_of_metrics_requests_counts_the_sessions_once(
     # A leaked scrape token must be no lever: the gauge counts every session of every
     # tenant, by the store's count, never by listing the keys.
     api = scraped
-    store = api.service._store
+    store = api.service.parts.stores.sessions
     scans: list[str] = []
     count, keys = store.count, store.keys
 
@@ -122,10 +122,12 @@ async def test_metrics_need_the_scrape_token_and_are_closed_without_one(
 ) -> None:
     # Its counts span every tenant (SPEC §12): no tenant's token, nor anyone, reads them
     # unless the operator set a scrape token; a refused scrape reads no store.
-    admin = await scraped.service.create_token("t1", "boss", "admin")
+    admin = await scraped.service.catalogue.create_token("t1", "boss", "admin")
     scans: list[str] = []
     for served in (api, scraped):
-        monkeypatch.setattr(served.service._store, "keys", lambda prefix: scans.append(prefix))
+        monkeypatch.setattr(
+            served.service.parts.stores.sessions, "keys", lambda prefix: scans.append(prefix)
+        )
     closed = await _anonymous(api).get("/metrics")
     assert closed.status_code == 401
     assert "SITEKEEP_METRICS_TOKEN" in closed.json()["error"]["message"]
@@ -136,13 +138,13 @@ async def test_metrics_need_the_scrape_token_and_are_closed_without_one(
         assert refused.status_code == 401 and refused.json()["error"]["type"] == "unauthorized"
         assert SCRAPE not in refused.text and admin not in refused.text
     assert scans == []
-    assert repr(scraped.service.settings).count(SCRAPE) == 0
+    assert repr(scraped.service.parts.settings).count(SCRAPE) == 0
 
 
 @pytest.mark.anyio
 async def test_the_sessions_list_holds_the_tenants_sessions_only(api: Api, sites: Sites) -> None:
     await api.open(key="mine", url=sites.url("app.example.test", "/"))
-    other = await api.service.create_token("t2", "agent", "member")
+    other = await api.service.catalogue.create_token("t2", "agent", "member")
     theirs = await _anonymous(api).get("/v1/sessions", headers={"Authorization": f"Bearer {other}"})
     assert theirs.json() == {"sessions": []}
     (row,) = (await api.call("GET", "/v1/sessions"))["sessions"]

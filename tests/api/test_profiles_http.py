@@ -111,10 +111,10 @@ async def clients(make_api: ApiFactory) -> AsyncIterator[Clients]:
     api: Api = await make_api()
     svc = api.service
     bearer = {
-        "creator": await svc.create_token(WHO.tenant, "ada", "member"),
-        "member": await svc.create_token(WHO.tenant, "bob", "member"),
-        "admin": await svc.create_token(WHO.tenant, "boss", "admin"),
-        "other": await svc.create_token("t2", "eve", "admin"),
+        "creator": await svc.catalogue.create_token(WHO.tenant, "ada", "member"),
+        "member": await svc.catalogue.create_token(WHO.tenant, "bob", "member"),
+        "admin": await svc.catalogue.create_token(WHO.tenant, "boss", "admin"),
+        "other": await svc.catalogue.create_token("t2", "eve", "admin"),
     }
     headers = {who: {"Authorization": f"Bearer {t}"} for who, t in bearer.items()}
     yield Clients(api.http, svc, headers, {})
@@ -155,7 +155,7 @@ async def test_the_gate_decides_every_operation_and_a_refusal_changes_nothing(
     clients: Clients, actor: str, visibility: str
 ) -> None:
     ident = await clients.make(visibility)
-    before = await clients.service.profiles._store.get(WHO.tenant, ident)
+    before = await clients.service.parts.profiles._store.get(WHO.tenant, ident)
     for op in OPS:
         got = await attempt(clients, actor, op, ident)
         assert got == expected(actor, visibility, op), (actor, visibility, op)
@@ -165,7 +165,7 @@ async def test_the_gate_decides_every_operation_and_a_refusal_changes_nothing(
             if got == 404:  # no existence leak: the same answer as a profile never made
                 assert body["message"] == f"no profile named {ident!r}"
                 assert body["field"] == ("profile" if op == "use" else "id")
-    after = await clients.service.profiles._store.get(WHO.tenant, ident)
+    after = await clients.service.parts.profiles._store.get(WHO.tenant, ident)
     if expected(actor, visibility, "delete") == 200:
         assert after is None
     else:
@@ -252,7 +252,7 @@ async def test_expired_cookies_are_never_kept_and_the_export_round_trips(
 
 async def test_a_broken_import_is_400_and_keeps_the_profile_as_it_was(clients: Clients) -> None:
     ident = await clients.make("private")
-    before = await clients.service.profiles._store.get(WHO.tenant, ident)
+    before = await clients.service.parts.profiles._store.get(WHO.tenant, ident)
     for content, field in ((b"{not json", None), (b"\xff\xfe", "body")):
         reply = await clients.call(
             "creator", "PUT", f"/v1/profiles/{ident}/storage-state", content=content
@@ -264,7 +264,7 @@ async def test_a_broken_import_is_400_and_keeps_the_profile_as_it_was(clients: C
         "creator", "GET", f"/v1/profiles/{ident}/storage-state?format=har"
     )
     assert bad_format.status_code == 400 and bad_format.json()["error"]["field"] == "format"
-    assert await clients.service.profiles._store.get(WHO.tenant, ident) == before
+    assert await clients.service.parts.profiles._store.get(WHO.tenant, ident) == before
 
 
 async def seed_session(service: Service, key: str) -> None:
@@ -273,11 +273,11 @@ async def seed_session(service: Service, key: str) -> None:
     record = SessionRecord(WHO.tenant, key, "ada", "chromium", now, now)
 
     async def body() -> dict[str, Any]:
-        await service._load(WHO.tenant, key)
-        await service._put(record)
+        await service.parts.seam.records.load(WHO.tenant, key)
+        await service.parts.seam.records.put(record)
         return {}
 
-    await service._seam(WHO, key, "seed", {}, body)
+    await service.parts.seam.call(WHO, key, lambda _: body(), inspect=False)
 
 
 async def test_a_sessions_storage_state_goes_in_and_out_and_its_preview_shows_no_value(
@@ -306,4 +306,4 @@ async def test_a_sessions_storage_state_goes_in_and_out_and_its_preview_shows_no
         "creator", "PUT", "/v1/sessions/s1/storage-state", content=b'{"cookies": 3}'
     )
     assert broken.status_code == 400 and broken.json()["error"]["field"]
-    assert (await clients.service._load_snapshot(WHO.tenant, "s1")) is not None
+    assert (await clients.service.parts.seam.records.load_snapshot(WHO.tenant, "s1")) is not None

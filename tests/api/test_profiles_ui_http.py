@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from sitekeep.args import CreateBody
 from sitekeep.model import Principal
 from support import WHO
 
@@ -29,7 +30,7 @@ async def post(ui: Ui, path: str, **form: str) -> str:
 
 
 async def test_a_profile_is_shared_made_private_renamed_and_deleted(ui: Ui) -> None:
-    made = await ui.service.create_profile(BOSS, "Staging login")  # type: ignore[attr-defined]
+    made = await ui.service.profiles.create(BOSS, CreateBody(name="Staging login"))
     ident = made["id"]
     await ui.sign_in()
     page = (await ui.http.get("/admin/ui/profiles")).text

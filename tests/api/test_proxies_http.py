@@ -40,11 +40,11 @@ async def clients(make_api: ApiFactory) -> AsyncIterator[Clients]:
     api: Api = await make_api()
     svc = api.service
     bearer = {
-        "admin": await svc.create_token(WHO.tenant, "boss", "admin"),
-        "member": await svc.create_token(WHO.tenant, "bob", "member"),
-        "other": await svc.create_token("t2", "eve", "admin"),
+        "admin": await svc.catalogue.create_token(WHO.tenant, "boss", "admin"),
+        "member": await svc.catalogue.create_token(WHO.tenant, "bob", "member"),
+        "other": await svc.catalogue.create_token("t2", "eve", "admin"),
     }
-    await svc.secrets.put(
+    await svc.parts.vault.put(
         WHO.tenant, "proxy-login", "", ["127.0.0.1"], {"username": "u", "password": PASSWORD}
     )
     yield Clients(
@@ -98,7 +98,7 @@ async def test_an_unknown_country_is_400_naming_the_known_ones_before_any_browse
         "POST", "/v1/sessions", {"key": "geo", "country": "jp"}, as_="other", status=400
     )
     assert "none" in empty["error"]["message"] and "de" not in empty["error"]["message"]
-    assert await clients.service.stores.runs.open_runs() == []
+    assert await clients.service.parts.stores.runs.open_runs() == []
 
 
 async def test_a_proxy_may_use_only_a_secret_allowed_on_its_host(clients: Clients) -> None:
@@ -106,7 +106,7 @@ async def test_a_proxy_may_use_only_a_secret_allowed_on_its_host(clients: Client
     their own with a secret meant for another host gets a 400 naming ``auth_secret``, and
     nothing is stored; a secret whose hosts change later is not revealed (403)."""
     svc = clients.service
-    await svc.secrets.put(
+    await svc.parts.vault.put(
         WHO.tenant, "login", "", ["app.example.test"], {"username": "u", "password": PASSWORD}
     )
     mine = {**DE, "url": "http://127.0.0.1:4321", "auth_secret": "login"}
@@ -117,7 +117,7 @@ async def test_a_proxy_may_use_only_a_secret_allowed_on_its_host(clients: Client
 
     # allowed when put, then the secret's hosts change: the credentials stay sealed
     await clients.call("PUT", "/v1/proxies/berlin", DE)
-    await svc.secrets.put(
+    await svc.parts.vault.put(
         WHO.tenant, "proxy-login", "", ["app.example.test"], {"username": "u", "password": PASSWORD}
     )
     refused = await clients.call(
@@ -125,4 +125,4 @@ async def test_a_proxy_may_use_only_a_secret_allowed_on_its_host(clients: Client
     )
     assert refused["error"]["type"] == "secret_not_allowed"
     assert refused["error"]["secret"] == "proxy-login"
-    assert await svc.stores.runs.open_runs() == []
+    assert await svc.parts.stores.runs.open_runs() == []

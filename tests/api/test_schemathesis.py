@@ -31,6 +31,7 @@ from xml.etree import ElementTree
 import httpx
 import pytest
 
+from sitekeep.args import CreateBody
 from sitekeep.config import Settings
 from sitekeep.model import Principal
 from sitekeep.service import Service
@@ -83,8 +84,8 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
 
     async def existing(svc: Service) -> str:
         await seed(svc, SESSION, HISTORY, SNAPSHOT)
-        made = await svc.create_profile(
-            Principal("t1", "fuzzer", "admin"), "fuzzed", "private", None
+        made = await svc.profiles.create(
+            Principal("t1", "fuzzer", "admin"), CreateBody(name="fuzzed", visibility="private")
         )
         return str(made["id"])
 
@@ -99,7 +100,9 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
         opened_at=time.time(),
         replica="elsewhere",
     )
-    on_service(settings, lambda svc: svc.stores.runs.reserve(held, per_tenant=None, total=None))
+    on_service(
+        settings, lambda svc: svc.parts.stores.runs.reserve(held, per_tenant=None, total=None)
+    )
     port = free_port()
     env = {
         **os.environ,

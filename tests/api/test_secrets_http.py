@@ -65,8 +65,8 @@ class Secrets:
 @pytest.fixture
 async def secrets(make_api: ApiFactory, settings: Settings) -> AsyncIterator[Secrets]:
     api: Api = await make_api()
-    admin = await api.service.create_token(WHO.tenant, "boss", "admin")
-    intruder = await api.service.create_token("t2", "intruder", "admin")
+    admin = await api.service.catalogue.create_token(WHO.tenant, "boss", "admin")
+    intruder = await api.service.catalogue.create_token("t2", "intruder", "admin")
     yield Secrets(
         api.http,
         admin={"Authorization": f"Bearer {admin}"},
@@ -81,7 +81,7 @@ def assert_no_value(texts: list[str]) -> None:
 
 async def test_the_real_app_serves_the_secrets_catalogue(api: Api) -> None:
     app: FastAPI = api.http._transport.app  # type: ignore[attr-defined]
-    assert isinstance(api.service.secrets, Vault)
+    assert isinstance(api.service.parts.vault, Vault)
     assert _serves_secrets(app)
 
 

@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from fixtures.sites import TYPED_SECRET
+from sitekeep.args import SecretBody
 from sitekeep.model import Cookie, OriginStorage, SessionRecord, SiteData
 from sitekeep.service import Service
 from support import WHO, Api, ApiFactory
@@ -67,12 +68,12 @@ class Team:
         svc = self.service
 
         async def body() -> dict[str, Any]:
-            await svc._load(WHO.tenant, key)
-            await svc._put(record)
-            await svc._put_snapshot(WHO.tenant, key, site_data)
+            await svc.parts.seam.records.load(WHO.tenant, key)
+            await svc.parts.seam.records.put(record)
+            await svc.parts.seam.records.put_snapshot(WHO.tenant, key, site_data)
             return {}
 
-        await svc._seam(WHO, key, "seed", {}, body)
+        await svc.parts.seam.call(WHO, key, lambda _: body(), inspect=False)
 
     async def profile(self, who: str, visibility: str) -> str:
         created = await self.call(
@@ -87,9 +88,9 @@ async def team(make_api: ApiFactory) -> AsyncIterator[Team]:
     api: Api = await make_api()
     svc = api.service
     tokens = {
-        "ada": await svc.create_token(WHO.tenant, "ada", "member"),
-        "bob": await svc.create_token(WHO.tenant, "bob", "member"),
-        "boss": await svc.create_token(WHO.tenant, "boss", "admin"),
+        "ada": await svc.catalogue.create_token(WHO.tenant, "ada", "member"),
+        "bob": await svc.catalogue.create_token(WHO.tenant, "bob", "member"),
+        "boss": await svc.catalogue.create_token(WHO.tenant, "boss", "admin"),
     }
     headers = {w: {"Authorization": f"Bearer {t}"} for w, t in tokens.items()}
     yield Team(api.http, svc, headers, tokens)
@@ -101,7 +102,7 @@ SAVED = SiteData(cookies=(Cookie("sessionid", SID, "app.example.test", http_only
 async def test_another_member_may_not_take_or_replace_a_sessions_values(team: Team) -> None:
     await team.seed("s1", "ada", SAVED)
     mine = await team.profile("bob", "private")
-    before = await team.service._load_snapshot(WHO.tenant, "s1")
+    before = await team.service.parts.seam.records.load_snapshot(WHO.tenant, "s1")
     refused = [
         await team.call("bob", "GET", "/v1/sessions/s1/storage-state"),
         await team.call("bob", "GET", "/v1/sessions/s1/storage-state?format=cookies-txt"),
@@ -117,8 +118,8 @@ async def test_another_member_may_not_take_or_replace_a_sessions_values(team: Te
         assert reply.status_code == 403, (reply.request.url, reply.text)
         assert reply.json()["error"]["type"] == "forbidden"
         assert SID not in reply.text
-    assert await team.service._load_snapshot(WHO.tenant, "s1") == before
-    loaded = await team.service.profiles.load(replace(WHO, subject="bob"), mine, "capture")
+    assert await team.service.parts.seam.records.load_snapshot(WHO.tenant, "s1") == before
+    loaded = await team.service.parts.profiles.load(replace(WHO, subject="bob"), mine, "capture")
     assert not loaded.site_data.cookies
     # The owner and an admin may.
     for who in ("ada", "boss"):
@@ -154,12 +155,10 @@ async def test_a_session_opened_from_a_profile_gives_its_values_only_to_who_may_
 async def test_a_typed_secret_value_copied_into_storage_is_masked_in_every_view(
     team: Team,
 ) -> None:
-    await team.service.put_secret(
+    await team.service.catalogue.put_secret(
         replace(WHO, subject="boss", role="admin"),
         "login",
-        "",
-        ["app.example.test"],
-        {"password": TYPED_SECRET},
+        SecretBody(hosts=["app.example.test"], values={"password": TYPED_SECRET}),
     )
     copied = SiteData(
         cookies=(Cookie("remember", f"u:{TYPED_SECRET}", "app.example.test"),),

@@ -126,10 +126,10 @@ def test_a_data_dir_from_before_migrations_upgrades_keeping_every_row(tmp_path: 
         from sitekeep.service import Service
 
         assert isinstance(svc, Service)
-        who = await svc.authenticate(f"Bearer {token}")
-        secret = await svc.secrets.reveal("t1", "login", "password")
-        loaded = await svc.record(Principal("t1", "agent"), "k")
-        closed = await svc.close_browser(Principal("t1", "agent"), "k")  # a write at revision 1
+        who = await svc.catalogue.authenticate(f"Bearer {token}")
+        secret = await svc.parts.vault.reveal("t1", "login", "password")
+        loaded = await svc.views.record(Principal("t1", "agent"), "k")
+        closed = await svc.sessions.close(Principal("t1", "agent"), "k")  # a write at revision 1
         return who, secret, loaded, closed
 
     who, secret, loaded, closed = on_service(settings, use)

@@ -360,7 +360,7 @@ async def test_of_concurrent_deletes_of_one_key_exactly_one_counts_it(
     two: tuple[SessionStore, SessionStore], clock: FakeClock
 ) -> None:
     # A live-view ticket is single use because of this: of two redeemers only the one
-    # whose delete removed it may win (sitekeep.live.LiveSessions.redeem).
+    # whose delete removed it may win (sitekeep.service.live.LiveSessions.redeem).
     first, second = two
     for round_ in range(10):
         key = f"ticket:{round_}"

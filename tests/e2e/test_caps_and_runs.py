@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from typer.testing import CliRunner, Result
 
 from fixtures.sites import Sites
+from sitekeep.args import OpenBody
 from sitekeep.browser.driver import delete_session
 from sitekeep.cli import app
 from sitekeep.config import Settings
@@ -53,7 +54,7 @@ def chromium_children() -> int:
 
 
 async def as_other(api: Api, tenant: str, role: str = "member") -> httpx.AsyncClient:
-    token = await api.service.create_token(tenant, "someone", role)  # type: ignore[arg-type]
+    token = await api.service.catalogue.create_token(tenant, "someone", role)  # type: ignore[arg-type]
     return httpx.AsyncClient(
         transport=api.http._transport,
         base_url="http://sitekeep.test",
@@ -112,7 +113,7 @@ async def test_admin_runs_lists_the_tenants_live_browsers_to_admins_only(
         # driver serves every tenant's browsers (SPEC §21). The operator's CLI shows them.
         for raw in (live.ref.session_id, urlsplit(live.ref.endpoint).netloc):
             assert raw not in listed.text
-        [mine] = await api.service.runs(None, addresses=True)
+        [mine] = await api.service.admin.runs(None, addresses=True)
         assert mine["where"] == {"endpoint": live.ref.endpoint, "session_id": live.ref.session_id}
         assert run["closed_at"] is None and run["replica"]
         assert (await intruder.get("/admin/runs")).json()["runs"] == []
@@ -147,7 +148,7 @@ async def replicas(settings: Settings) -> AsyncIterator[Replicas]:
     made = Replicas(settings)
     yield made
     for service in made.opened:
-        await service.browsers.close_all()
+        await service.parts.browsers.close_all()
         await service.aclose()
 
 
@@ -156,25 +157,25 @@ async def test_the_reaper_ends_idle_browsers_another_replica_opened(
 ) -> None:
     a, b = replicas.make(), replicas.make()
     who = Principal("t1", "agent")
-    await a.open_session(who, key="idle", url=sites.url("tabs.example.test", "/add"))
-    await a.open_session(who, key="busy", url=sites.url("tabs.example.test"))
-    ref = (await a.record(who, "idle")).browser
+    await a.sessions.open(who, OpenBody(key="idle", url=sites.url("tabs.example.test", "/add")))
+    await a.sessions.open(who, OpenBody(key="busy", url=sites.url("tabs.example.test")))
+    ref = (await a.views.record(who, "idle")).browser
     assert ref is not None
-    assert await b.reap() == {}  # nothing idle yet
+    assert await b.reaper.reap() == {}  # nothing idle yet
     replicas.now += 61
-    async with b._held("t1", "busy"):  # a call of another replica is using it
-        assert await b.reap() == {"reaped": 1}
+    async with b.parts.seam.records.held("t1", "busy"):  # a call of another replica is using it
+        assert await b.reaper.reap() == {"reaped": 1}
     assert await gone(ref)
-    assert (await a.record(who, "idle")).browser is None
-    runs = await a.runs(None, open_only=False)
+    assert (await a.views.record(who, "idle")).browser is None
+    runs = await a.admin.runs(None, open_only=False)
     assert {(r["session"], r["closed_reason"]) for r in runs} == {
         ("idle", "reaped"),
         ("busy", None),
     }
     # The next call reopens it silently in a new browser.
-    again = await a.navigate(who, "idle", sites.url("tabs.example.test"))
+    again = await a.sessions.navigate(who, "idle", sites.url("tabs.example.test"))
     assert again["title"].startswith("Tabs")
-    reopened = (await a.record(who, "idle")).browser
+    reopened = (await a.views.record(who, "idle")).browser
     assert reopened is not None and reopened.session_id != ref.session_id
 
 
@@ -183,17 +184,19 @@ async def test_the_reaper_ends_expired_sessions_and_browsers_no_session_owns(
 ) -> None:
     a, b = replicas.make(), replicas.make()
     who = Principal("t1", "agent")
-    await a.open_session(who, key="old", url=sites.url("app.example.test"))
-    old = (await a.record(who, "old")).browser
-    record = await a.record(who, "old")
-    async with a._held("t1", "gone"):  # a session deleted meanwhile had this browser
-        orphan, _, _ = await a.seam.new_browser(
+    await a.sessions.open(who, OpenBody(key="old", url=sites.url("app.example.test")))
+    old = (await a.views.record(who, "old")).browser
+    record = await a.views.record(who, "old")
+    async with a.parts.seam.records.held(
+        "t1", "gone"
+    ):  # a session deleted meanwhile had this browser
+        orphan, _, _ = await a.parts.seam.browsers.new_browser(
             replace(record, key="gone", browser=None), land=None, restore_data=False
         )
-    assert await a.journal.backend.head(JournalKey("t1", "old")) is not None
-    replicas.now += a.settings.session_ttl + 1
-    assert await b.reap() == {"expired": 2}
-    assert await a.journal.backend.head(JournalKey("t1", "old")) is None  # gone with it
+    assert await a.parts.journal.backend.head(JournalKey("t1", "old")) is not None
+    replicas.now += a.parts.settings.session_ttl + 1
+    assert await b.reaper.reap() == {"expired": 2}
+    assert await a.parts.journal.backend.head(JournalKey("t1", "old")) is None  # gone with it
     assert old is not None
     for ref in (old, orphan.ref):
         assert await gone(ref)
@@ -204,37 +207,41 @@ async def test_a_browser_no_session_owns_is_reaped_and_a_crash_is_recorded(
 ) -> None:
     a = replicas.make()
     who = Principal("t1", "agent")
-    await a.open_session(who, key="k", url=sites.url("app.example.test"))
-    first = (await a.record(who, "k")).browser
+    await a.sessions.open(who, OpenBody(key="k", url=sites.url("app.example.test")))
+    first = (await a.views.record(who, "k")).browser
     assert first is not None
     await delete_session(first.endpoint, first.session_id)  # the browser died under us
     deadline = time.monotonic() + 30
-    while await a.live_browser(who, "k") is not None:  # until its socket is seen closed
+    while await a.views.live_browser(who, "k") is not None:  # until its socket is seen closed
         assert time.monotonic() < deadline, "the dead browser still looks alive"
         await anyio.sleep(0.05)
-    await a.navigate(who, "k", sites.url("app.example.test", "/login"))  # reopened silently
-    record = await a.record(who, "k")
-    async with a._held("t1", "k"):  # an open that died after starting its browser
-        stray, _, _ = await a.seam.new_browser(record, land=None, restore_data=False)
-    assert await a.reap() == {"reaped": 1}
+    await a.sessions.navigate(
+        who, "k", sites.url("app.example.test", "/login")
+    )  # reopened silently
+    record = await a.views.record(who, "k")
+    async with a.parts.seam.records.held("t1", "k"):  # an open that died after starting its browser
+        stray, _, _ = await a.parts.seam.browsers.new_browser(record, land=None, restore_data=False)
+    assert await a.reaper.reap() == {"reaped": 1}
     assert await gone(stray.ref)
-    reasons = sorted(r["closed_reason"] or "open" for r in await a.runs(None, open_only=False))
+    reasons = sorted(
+        r["closed_reason"] or "open" for r in await a.admin.runs(None, open_only=False)
+    )
     assert reasons == ["crashed", "open", "reaped"]
 
 
 async def test_a_failing_ledger_never_blocks_a_close(replicas: Replicas, sites: Sites) -> None:
     a = replicas.make()
     who = Principal("t1", "agent")
-    await a.open_session(who, key="k", url=sites.url("app.example.test"))
-    ref = (await a.record(who, "k")).browser
+    await a.sessions.open(who, OpenBody(key="k", url=sites.url("app.example.test")))
+    ref = (await a.views.record(who, "k")).browser
     assert ref is not None
-    with a.stores.database.engine.begin() as conn:
+    with a.parts.stores.database.engine.begin() as conn:
         conn.execute(sa.text("ALTER TABLE runs RENAME TO runs_gone"))  # the ledger breaks
     try:
-        assert await a.close_browser(who, "k") == {"key": "k", "closed": True}
+        assert await a.sessions.close(who, "k") == {"key": "k", "closed": True}
         assert await gone(ref)
     finally:
-        with a.stores.database.engine.begin() as conn:
+        with a.parts.stores.database.engine.begin() as conn:
             conn.execute(sa.text("ALTER TABLE runs_gone RENAME TO runs"))
 
 

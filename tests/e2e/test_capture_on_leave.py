@@ -156,7 +156,7 @@ async def test_after_a_restart_the_first_save_reads_everything_then_copies_are_e
     for host in ("a.example.test", "b.other.test", "c.example.test"):
         await first.go("r", sites.url(host, f"/__fixture/ls?k=dummy-{host[0]}"))
     await first.go("r", sites.url("tabs.example.test", "/add"))
-    await first.service.browsers.aclose()  # the process goes; the browser stays
+    await first.service.parts.browsers.aclose()  # the process goes; the browser stays
 
     second: Api = await make_api(session_store=store)
     resynced = await second.save("r")

@@ -65,10 +65,10 @@ async def kill_while_waiting(
 def the_browser(api: Api, endpoint: str, before: set[int]) -> int:
     """The main process of the browser the server at ``endpoint`` started, of those not in
     ``before``: a chromedriver's, a geckodriver's or a mapper engine's Node process's."""
-    if api.service.settings.browser == "firefox":
+    if api.service.parts.settings.browser == "firefox":
         driver = "geckodriver"
     else:
-        driver = "node" if api.service.browsers.uses_mapper else "chromedriver"
+        driver = "node" if api.service.parts.browsers.uses_mapper else "chromedriver"
     (pid,) = browser_pids(endpoint, driver) - before
     return pid
 
@@ -83,7 +83,7 @@ async def test_killing_the_browser_mid_navigation_answers_503_at_once_then_reope
     make_api: ApiFactory, sites: Sites, browser: str
 ) -> None:
     api: Api = await make_api(navigation_timeout=60.0)
-    chromedriver = api.service.settings.webdriver_url
+    chromedriver = api.service.parts.settings.webdriver_url
     before = browser_pids(chromedriver) if chromedriver else set()
     await api.open(key="k", url=sites.url("app.example.test"))
     endpoint = (await api.browser("k")).ref.endpoint
@@ -107,7 +107,7 @@ async def test_killing_the_browser_mid_restore_answers_503_at_once(
     """The restore of a saved session lands on a page the server holds; the browser is
     killed while it waits there: 503 at once, and no browser is left behind."""
     api: Api = await make_api(navigation_timeout=60.0)
-    settings = api.service.settings
+    settings = api.service.parts.settings
     before = local_chromium(settings)
     await api.open(key="k", url=sites.url("app.example.test", "/__fixture/ls?token=t1"))
     await api.go("k", sites.url("shop.example.test", "/__fixture/ls?cart=c1"))
@@ -118,8 +118,8 @@ async def test_killing_the_browser_mid_restore_answers_503_at_once(
         api, sites, "POST", "/v1/sessions", slow, lambda: only(local_chromium(settings) - before)
     )
     assert took < ANSWER_WITHIN, f"answered {took:.1f} s after the kill"
-    assert not api.service.browsers._live
-    assert await api.service.stores.runs.open_runs() == []
+    assert not api.service.parts.browsers._live
+    assert await api.service.parts.stores.runs.open_runs() == []
 
 
 @pytest.mark.parametrize("browser", ["chromium"])

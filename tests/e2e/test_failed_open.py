@@ -40,7 +40,7 @@ async def test_ten_failed_first_opens_leave_the_browser_count_as_it_was(
     make_api: ApiFactory, sites: Sites
 ) -> None:
     api: Api = await make_api(navigation_timeout=1.0)
-    settings = api.service.settings
+    settings = api.service.parts.settings
     before = len(local_chromium(settings))
     slow = sites.url("app.example.test", "/__fixture/slow?ms=4000")
     oversize = sites.url("app.example.test", "/?q=" + "x" * limits.MAX_URL)
@@ -52,7 +52,9 @@ async def test_ten_failed_first_opens_leave_the_browser_count_as_it_was(
         reply = await api.http.post("/v1/sessions", json={"key": f"fail-{i}", "url": url})
         statuses.append(reply.status_code)
         assert set(reply.json()) == {"error"}
-        assert not api.service.browsers._live, f"open {i} ({reply.status_code}) left a browser"
-        assert await api.service.stores.runs.open_runs() == []
+        assert not api.service.parts.browsers._live, (
+            f"open {i} ({reply.status_code}) left a browser"
+        )
+        assert await api.service.parts.stores.runs.open_runs() == []
         assert await settled_count(settings, before) == before, f"open {i} left a Chromium"
     assert statuses == [502, 503, 400, 400, 502, 400, 503, 400, 400, 400]

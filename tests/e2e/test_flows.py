@@ -70,7 +70,7 @@ async def test_a_failed_step_continued_past_still_enters_its_page_in_the_history
     assert [s["status"] for s in report["steps"]] == ["ok", "failed", "ok"]
     assert report["steps"][0]["title"] == "Later"  # the navigate step landed on x
     assert report["steps"][1]["title"] == "Y"  # the page moved on while the step waited
-    record = await api.service.record(WHO, "c")
+    record = await api.service.views.record(WHO, "c")
     hosts = [origin_of(e.url) for e in record.history]
     assert hosts[:3] == [
         origin_of(sites.url("z.example.test")),

@@ -37,8 +37,8 @@ from fixtures.serve import free_port
 from fixtures.sites import Sites
 from sitekeep.auth import hash_token, token_id
 from sitekeep.config import Settings
-from sitekeep.handover import SOCKETS_PER_SESSION
 from sitekeep.model import BrowserRef, Principal
+from sitekeep.service.handover import SOCKETS_PER_SESSION
 from support import Api, ApiFactory, serving
 
 from .test_type_secret import store_login
@@ -86,7 +86,7 @@ class Tenancy:
         return value
 
     async def ref(self, who: str, key: str) -> BrowserRef:
-        record = await self.api.service.record(Principal(MEMBERS[who], who), key)
+        record = await self.api.service.views.record(Principal(MEMBERS[who], who), key)
         assert record.browser is not None
         return record.browser
 
@@ -96,7 +96,7 @@ async def tenancy(make_api: ApiFactory) -> AsyncIterator[Tenancy]:
     port = free_port()
     api: Api = await make_api(host="127.0.0.1", port=port)
     tokens = {
-        who: await api.service.create_token(tenant, who, "member")
+        who: await api.service.catalogue.create_token(tenant, who, "member")
         for who, tenant in MEMBERS.items()
     }
     base = f"http://127.0.0.1:{port}"
@@ -378,15 +378,15 @@ async def test_a_handover_ends_with_its_ttl_its_token_and_its_browser(
         await each.ws.close()
     # The TTL passes (a controllable clock): the classic endpoint and an open socket end.
     timed = await hold(t, t.tokens["alice"], "a1")
-    now = svc._clock()
-    monkeypatch.setattr(svc, "_clock", lambda: now + settings.webdriver_ttl + 1)
+    now = svc.handovers._clock()
+    monkeypatch.setattr(svc.handovers, "_clock", lambda: now + settings.webdriver_ttl + 1)
     assert not await works(t, timed.handover)
     assert "expired" in await closes(timed)
     monkeypatch.undo()
     # Its token is revoked: likewise, and another token's handover goes on.
-    second = await svc.create_token("t1", "alice", "member")
+    second = await svc.catalogue.create_token("t1", "alice", "member")
     revoked, kept = await hold(t, second, "a1"), await hold(t, t.tokens["alice"], "a1")
-    await svc.auth.revoke(token_id(hash_token(second)), "t1")
+    await svc.parts.auth.revoke(token_id(hash_token(second)), "t1")
     assert not await works(t, revoked.handover)
     assert "revoked" in await closes(revoked)
     assert await works(t, kept.handover)

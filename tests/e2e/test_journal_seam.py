@@ -24,7 +24,7 @@ REDIS = "redis://127.0.0.1:6379/0"
 
 async def lines(service: Service, key: str) -> list[dict[str, Any]]:
     """The session's journal, record by record, as its backend holds it."""
-    entries = await service.journal.backend.entries(
+    entries = await service.parts.journal.backend.entries(
         JournalKey(WHO.tenant, key), after=None, limit=10_000
     )
     return [json.loads(e.data) for e in entries]
@@ -37,7 +37,7 @@ def ref_of(snapshot: dict[str, Any], role: str, name: str) -> str:
 
 
 async def admin_client(api: Api, tenant: str = WHO.tenant) -> httpx.AsyncClient:
-    token = await api.service.create_token(tenant, "boss", "admin")
+    token = await api.service.catalogue.create_token(tenant, "boss", "admin")
     return httpx.AsyncClient(
         transport=api.http._transport,
         base_url="http://sitekeep.test",
@@ -96,7 +96,7 @@ async def test_every_call_is_journaled_redacted_with_its_refs_and_the_timeline_s
     assert set(save_finish["effects"]["saved"]) == {"cookies", "sites", "skipped"}
     assert all(isinstance(v, int) for v in save_finish["effects"]["saved"].values())
     assert not any(r.get("mark") == "saved" for r in written)
-    state = (await api.service.journal.replay(JournalKey(WHO.tenant, "j"))).state
+    state = (await api.service.parts.journal.replay(JournalKey(WHO.tenant, "j"))).state
     assert state.last_save is not None and state.last_save.record == save_finish["id"]
     for record in written[1:]:
         assert record["parent"] is not None  # one branch, each on the one before
@@ -124,7 +124,7 @@ async def test_every_call_is_journaled_redacted_with_its_refs_and_the_timeline_s
     assert (await intruder.get("/admin/sessions/j/journal")).status_code == 404
 
     await api.call("DELETE", "/v1/sessions/j")
-    assert await api.service.journal.backend.head(JournalKey(WHO.tenant, "j")) is None
+    assert await api.service.parts.journal.backend.head(JournalKey(WHO.tenant, "j")) is None
     assert (await admin.get("/admin/sessions/j/journal")).status_code == 404
 
 
@@ -151,8 +151,8 @@ async def test_a_failed_operation_is_finished_as_failed_and_a_new_browser_invali
     written = await lines(api.service, "f")
     reopened = next(r for r in written if r.get("mark") == "reopened")
     assert reopened["generation"] != written[1]["generation"]  # opened's
-    state = (await api.service.journal.replay(JournalKey(WHO.tenant, "f"))).state
+    state = (await api.service.parts.journal.replay(JournalKey(WHO.tenant, "f"))).state
     assert state.refs is None and state.settled and state.generation == reopened["generation"]
     assert FORM_USER not in json.dumps(written)
     await api.call("DELETE", "/v1/sessions/f")  # and its journal with it (Redis keys too)
-    assert await api.service.journal.backend.keys(WHO.tenant) == []
+    assert await api.service.parts.journal.backend.keys(WHO.tenant) == []

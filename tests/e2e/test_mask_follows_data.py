@@ -107,7 +107,7 @@ async def test_a_copied_secret_stays_masked_in_every_copy_of_the_data_and_still_
     api: Api, sites: Sites, settings: Settings
 ) -> None:
     svc = api.service
-    await svc.secrets.put(WHO.tenant, "login", "", [HOST], {"password": TYPED_SECRET})
+    await svc.parts.vault.put(WHO.tenant, "login", "", [HOST], {"password": TYPED_SECRET})
     url = sites.url(HOST, "/__fixture/html?body=" + quote(PAGE))
     await api.open(key="typed", url=url)
     await api.call(
@@ -116,7 +116,7 @@ async def test_a_copied_secret_stays_masked_in_every_copy_of_the_data_and_still_
         {"selector": "#p", "secret": "login", "field": "password"},
     )
     # Changed at once: the value in the page is no longer the secret's.
-    await svc.secrets.put(WHO.tenant, "login", "", [HOST], {"password": "dummy-changed-4e1a"})
+    await svc.parts.vault.put(WHO.tenant, "login", "", [HOST], {"password": "dummy-changed-4e1a"})
     saved, taken, later = [
         (await api.call("POST", "/v1/profiles", {"name": name}))["id"]
         for name in ("saved", "captured", "copy of a copy")
@@ -124,9 +124,9 @@ async def test_a_copied_secret_stays_masked_in_every_copy_of_the_data_and_still_
     await api.save("typed", profile=saved)
     await api.call("POST", f"/v1/profiles/{taken}/capture", {"session": "typed"})
     await api.close("typed")
-    assert await svc.secrets.delete(WHO.tenant, "login")
+    assert await svc.parts.vault.delete(WHO.tenant, "login")
 
-    boss = await svc.create_token(WHO.tenant, "boss", "admin")
+    boss = await svc.catalogue.create_token(WHO.tenant, "boss", "admin")
     transport = api.http._transport  # type: ignore[attr-defined]
     base = "http://sitekeep.test"
     admin = httpx.AsyncClient(

@@ -49,7 +49,7 @@ def own_drivers(settings: Settings) -> dict[str, Any]:
 
 def the_driver(api: Api) -> int:
     """The pid (and process group) of the one driver the test's data dir runs."""
-    (pid,) = driver_pids(api.service.settings.data_dir)
+    (pid,) = driver_pids(api.service.parts.settings.data_dir)
     return pid
 
 
@@ -61,7 +61,7 @@ def browser_processes(driver: int) -> set[int]:
 async def counted(api: Api) -> tuple[list[object], float]:
     """The open runs of the run ledger (``GET /admin/runs``, an admin's) and the live
     browsers ``/metrics`` counts (``sitekeep_browsers``, every kind)."""
-    admin = await api.service.create_token("t1", "ops", "admin")
+    admin = await api.service.catalogue.create_token("t1", "ops", "admin")
     async with httpx.AsyncClient(
         transport=api.http._transport, base_url="http://sitekeep.test"
     ) as client:
@@ -142,7 +142,7 @@ async def test_the_browsers_of_a_killed_driver_are_found_and_ended(
     os.kill(driver, signal.SIGKILL)
     await until_gone(driver)
     if found_by == "reaper":
-        reaped = await api.service.reap()
+        reaped = await api.service.reaper.reap()
     else:  # another server starting on the same data dir
         api = await make_api(**overrides)
     left = browser_processes(driver)
@@ -172,7 +172,7 @@ async def test_a_new_chromedriver_never_leaves_the_dead_ones_browsers_running(
     await api.open(key="last", url=home)
     left = {d: browser_processes(d) for d in killed if browser_processes(d)}
     assert left == {}, f"browsers of dead drivers still run: {left}"
-    assert await api.service.reap() == {"crashed": 3}
+    assert await api.service.reaper.reap() == {"crashed": 3}
     runs, browsers = await counted(api)
     assert [run["session"] for run in runs] == ["last"]  # type: ignore[index]
     assert browsers == 1

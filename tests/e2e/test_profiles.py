@@ -10,7 +10,6 @@ import anyio
 import pytest
 
 from fixtures.sites import Sites
-from sitekeep import rotation
 from sitekeep.config import Settings
 from sitekeep.history import origin_of
 from sitekeep.stores.cipher import KeyFile
@@ -119,10 +118,10 @@ async def test_key_rotation_while_a_session_saves_loses_nothing(
     await api.go("r", sites.url("token.example.test", "/__fixture/ls?during=dummy-during"))
     async with anyio.create_task_group() as both:
         both.start_soon(api.save, "r")
-        both.start_soon(rotation.reseal_all, api.service, api.service.cipher)
+        both.start_soon(api.service.keys.reseal_all)
     snapshot = await api.snapshot("r")
     token = origin_of(sites.url("token.example.test"))
     assert token is not None
     assert dict(snapshot.origins[token].local) == {"during": "dummy-during"}
     assert any(c.name == "app_session" for c in snapshot.cookies)
-    assert await rotation.key_use(api.service) == {new: 1}
+    assert await api.service.keys.key_use() == {new: 1}

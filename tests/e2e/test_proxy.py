@@ -233,8 +233,8 @@ async def test_a_session_opened_for_a_country_runs_through_that_countrys_proxy(
     country, its credentials from a secret, answered over BiDi; another country's proxy
     (a dead port) is never used, and the password is in no log line or result."""
     api: Api = await make_api()
-    admin = await api.service.create_token(WHO.tenant, "boss", "admin")
-    await api.service.secrets.put(
+    admin = await api.service.catalogue.create_token(WHO.tenant, "boss", "admin")
+    await api.service.parts.vault.put(
         WHO.tenant, "proxy-login", "", ["127.0.0.1"], {"username": USER, "password": PASSWORD}
     )
     headers = {"Authorization": f"Bearer {admin}"}
@@ -253,7 +253,7 @@ async def test_a_session_opened_for_a_country_runs_through_that_countrys_proxy(
     page = await api.go("geo", echo.url(host, "/"))
     assert page["title"].startswith(f"VIA {VIA}")
     assert f"{host}:{echo.port}" in proxy_server.log_text()
-    record = await api.service.record(WHO, "geo")
+    record = await api.service.views.record(WHO, "geo")
     assert (record.country, record.proxy) == ("de", "berlin")
 
     lines = "\n".join(log_lines)

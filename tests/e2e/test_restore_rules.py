@@ -9,10 +9,12 @@ import anyio
 import pytest
 
 from fixtures.sites import Sites
+from sitekeep.args import OpenBody, SaveBody
 from sitekeep.browser.driver import delete_session
 from sitekeep.config import Settings
 from sitekeep.model import Principal
-from sitekeep.service import INSECURE_HINT, Service
+from sitekeep.service import Service
+from sitekeep.service.sessions import INSECURE_HINT
 from support import WHO, Api
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -34,7 +36,7 @@ async def test_restore_false_forgets_the_snapshot_but_keeps_the_history(
     opened = await api.open(key="f", restore_site_data=False)
     assert opened["site_data"] == {"forgotten": 3}  # app, id and token hosts
     assert opened["title"] == "Token — signed out"  # back on the last page, signed out
-    record = await api.service.record(WHO, "f")
+    record = await api.service.views.record(WHO, "f")
     assert [e.origin.split("//")[1].split(":")[0] for e in record.history] == [
         "token.example.test",
         "app.example.test",
@@ -114,19 +116,21 @@ async def test_expired_cookies_are_not_restored(
     service = Service.from_settings(settings, clock=lambda: now[0])
     who = Principal("t1", "agent")
     try:
-        await service.open_session(who, key="e")
+        await service.sessions.open(who, OpenBody(key="e"))
         soon = sites.url("app.example.test", "/__fixture/cookie?name=short&value=dummy&attrs=")
-        await service.navigate(who, "e", soon + "Path=/;%20Max-Age=600")
-        await service.navigate(who, "e", sites.url("app.example.test", "/login"))
-        await service.save_site_data(who, "e")
-        await service.close_browser(who, "e")
+        await service.sessions.navigate(who, "e", soon + "Path=/;%20Max-Age=600")
+        await service.sessions.navigate(who, "e", sites.url("app.example.test", "/login"))
+        await service.sessions.save_site_data(who, "e", SaveBody())
+        await service.sessions.close(who, "e")
         now[0] += 3600  # an hour later the 10-minute cookie is stale; the session one is not
-        opened = await service.open_session(who, key="e", url=sites.url("app.example.test"))
+        opened = await service.sessions.open(
+            who, OpenBody(key="e", url=sites.url("app.example.test"))
+        )
         assert opened["title"] == "App — signed in as alice"
-        live = await service.live_browser(who, "e")
+        live = await service.views.live_browser(who, "e")
         assert live is not None
         names = {c["name"] for c in (await live.conn.send("storage.getCookies", {}))["cookies"]}
         assert "app_session" in names and "short" not in names
     finally:
-        await service.browsers.close_all()
+        await service.parts.browsers.close_all()
         await service.aclose()

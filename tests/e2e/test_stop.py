@@ -53,13 +53,13 @@ async def open_one_of_each(make_api: ApiFactory, sites: Sites, store: str, **mor
     )
     await api.open(key="c", url=sites.url("app.example.test"))
     await api.open(key="f", browser="firefox", url=sites.url("app.example.test"))
-    await api.service.browsers.aclose()  # the server goes; its browsers stay
+    await api.service.parts.browsers.aclose()  # the server goes; its browsers stay
     return api
 
 
 def sitekeep_stop(api: Api, store: str) -> subprocess.CompletedProcess[str]:
     """``sitekeep stop`` on the app's data dir, as an operator runs it."""
-    settings = api.service.settings
+    settings = api.service.parts.settings
     env = {**os.environ, "SITEKEEP_DATA_DIR": str(settings.data_dir)}
     env["SITEKEEP_CACHE_DIR"] = str(settings.cache_dir)
     env["SITEKEEP_SESSION_STORE"] = store
@@ -79,7 +79,7 @@ async def test_stop_ends_each_browser_and_leaves_no_profile_behind(
     api = await open_one_of_each(make_api, sites, store)
     refs = [(await api.browser(k)).ref for k in ("c", "f")]
 
-    settings = api.service.settings
+    settings = api.service.parts.settings
     tmps = driver_tmps(settings.data_dir)
     assert len(tmps) == 2, tmps  # the chromedriver's and the Firefox's geckodriver's
     given = chromium_state(settings.data_dir).get("profile")  # the mapper's own profile
@@ -95,7 +95,7 @@ async def test_stop_ends_each_browser_and_leaves_no_profile_behind(
     assert [tmp for tmp in tmps if tmp.exists()] == [], "a browser profile was left behind"
     assert not [p for p in chromium_profiles if p.exists()], "a Chromium profile was left behind"
     assert not list((settings.data_dir / "geckodriver").glob("*.profile")), "a profile copy stayed"
-    assert (await api.service.record(WHO, "c")).browser is None
+    assert (await api.service.views.record(WHO, "c")).browser is None
 
 
 @pytest.mark.parametrize("browser", ["chromium"])
@@ -113,7 +113,7 @@ async def test_closing_a_browser_removes_profiles_chromedriver_left_and_keeps_li
     api: Api = await make_api(webdriver_url=None)
     await api.open(key="a", url=sites.url("app.example.test"))
     await api.open(key="b", url=sites.url("app.example.test"))
-    tmp = driver_tmps(api.service.settings.data_dir)[0]
+    tmp = driver_tmps(api.service.parts.settings.data_dir)[0]
     made = sorted(tmp.glob("org.chromium.Chromium.scoped_dir.*"))
     live = [p for p in made if (p / "Default").is_dir()]  # and each one's extensions dir
     assert len(live) == 2 and all((p / "SingletonLock").is_symlink() for p in live), made
@@ -153,7 +153,7 @@ async def test_stop_ends_the_browsers_of_drivers_that_were_killed(
     stop ends what they left and no process of their groups remains."""
     store = f"sqlite:///{tmp_path / 'sessions.db'}"
     api = await open_one_of_each(make_api, sites, store, chromium_bidi="chromedriver")
-    drivers = driver_pids(api.service.settings.data_dir)
+    drivers = driver_pids(api.service.parts.settings.data_dir)
     assert len(drivers) == 2 and all(group(d) - {d} for d in drivers), drivers
     try:
         for driver in drivers:
@@ -166,4 +166,4 @@ async def test_stop_ends_the_browsers_of_drivers_that_were_killed(
                 os.killpg(driver, signal.SIGKILL)
     assert left == {}, f"processes of killed drivers still run: {left}"
     assert "ended 2 session browser(s)" in result.stdout
-    assert await api.service.stores.runs.open_runs() == []  # the ledger counts none
+    assert await api.service.parts.stores.runs.open_runs() == []  # the ledger counts none

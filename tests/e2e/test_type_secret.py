@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
 async def store_login(api: Api, hosts: list[str]) -> None:
-    await api.service.secrets.put(
+    await api.service.parts.vault.put(
         WHO.tenant,
         "form-login",
         "carol's account on the form app",
@@ -49,9 +49,9 @@ async def test_the_agent_signs_in_with_a_secret_and_comes_back_signed_in(
     # The stores hold only ciphertext of the secret, and nothing of it elsewhere.
     stored = b"".join(
         value
-        for value, *_ in api.service._store._data.values()  # type: ignore[attr-defined]
+        for value, *_ in api.service.parts.stores.sessions._data.values()  # type: ignore[attr-defined]
     )
-    database = Path(api.service.settings.database.removeprefix("sqlite:///"))
+    database = Path(api.service.parts.settings.database.removeprefix("sqlite:///"))
     files = b"".join(p.read_bytes() for p in database.parent.glob(database.name + "*"))
     assert FORM_PASSWORD.encode() not in stored + files
 
@@ -86,7 +86,7 @@ async def test_a_get_form_url_holding_the_password_is_withheld_and_not_recorded(
     assert landed["title"] == f"Form — welcome {MASK}"
     current = await api.call("GET", "/v1/sessions/g")
     assert current["url_withheld"] is True and "url" not in current
-    record = await api.service.record(WHO, "g")
+    record = await api.service.views.record(WHO, "g")
     assert all("/session" not in e.url for e in record.history)
     flow = await api.call(
         "POST",

@@ -19,7 +19,7 @@ from urllib.parse import quote
 import pytest
 
 from fixtures.sites import REC_HOST, REC_OTHER_HOST, TYPED_SECRET, Sites
-from sitekeep.live import Relay
+from sitekeep.service.relay import Relay
 from support import WHO, Api
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -44,7 +44,7 @@ async def typed_a_secret(api: Api, sites: Sites, key: str, path: str = "/") -> i
     """Open ``key`` on the recorder host at ``path`` and type the secret into its field;
     returns how many requests the other recorder host had seen before (for :func:`leaked`)."""
     sent = len(sites.recorded(REC_OTHER_HOST))
-    await api.service.secrets.put(WHO.tenant, "clip", "", [REC_HOST], {"short": TYPED_SECRET})
+    await api.service.parts.vault.put(WHO.tenant, "clip", "", [REC_HOST], {"short": TYPED_SECRET})
     await api.open(key=key, url=sites.url(REC_HOST, path))
     await api.call(
         "POST",
@@ -97,7 +97,7 @@ async def centre(api: Api, key: str, in_frame: bool = False) -> tuple[int, int]:
 
 
 class LiveSocket:
-    """A live socket's relay (:class:`sitekeep.live.Relay`) on a session's real browser,
+    """A live socket's relay (:class:`sitekeep.service.relay.Relay`) on a session's real browser,
     its messages in and out as JSON text, as the WebSocket carries them."""
 
     def __init__(self, api: Api, key: str) -> None:
@@ -133,7 +133,7 @@ class LiveSocket:
             await self._inbox.put(json.dumps({"type": "ack"}))
 
         relay = Relay(
-            svc, WHO, live, browser, send=self._said, send_bytes=frame, receive=self._inbox.get
+            svc.live, WHO, live, browser, send=self._said, send_bytes=frame, receive=self._inbox.get
         )
         task = asyncio.create_task(relay.run())
         try:
@@ -193,7 +193,7 @@ async def test_press_type_and_flows_refuse_every_spelling_of_a_clipboard_key(
 async def test_a_flow_that_types_a_secret_cannot_copy_it_in_a_later_step(
     api: Api, sites: Sites, browser: str
 ) -> None:
-    await api.service.secrets.put(WHO.tenant, "clip", "", [REC_HOST], {"short": TYPED_SECRET})
+    await api.service.parts.vault.put(WHO.tenant, "clip", "", [REC_HOST], {"short": TYPED_SECRET})
     await api.open(key="f", url=sites.url(REC_HOST, "/"))
     flow = await api.call(
         "POST",

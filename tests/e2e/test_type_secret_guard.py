@@ -25,7 +25,7 @@ PAGE_HOST = "type.example.test"
 
 
 async def store(api: Api) -> None:
-    await api.service.secrets.put(
+    await api.service.parts.vault.put(
         WHO.tenant,
         "guarded",
         "typed by the guard tests",
@@ -176,7 +176,7 @@ async def test_the_largest_value_accepted_types_whole_and_a_longer_text_is_refus
     api: Api, sites: Sites
 ) -> None:
     largest = ("dummy-largest-" * 1000)[:MAX_VALUE_CHARS]
-    await api.service.secrets.put(WHO.tenant, "largest", "", [PAGE_HOST], {"v": largest})
+    await api.service.parts.vault.put(WHO.tenant, "largest", "", [PAGE_HOST], {"v": largest})
     await api.open(key="s", url=html_page(sites, '<textarea id="f"></textarea>'))
     await api.call(
         "POST", "/v1/sessions/s/type-secret", {"selector": "#f", "secret": "largest", "field": "v"}

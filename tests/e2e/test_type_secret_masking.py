@@ -45,7 +45,7 @@ def shows_no_value(result: object) -> str:
 
 
 async def test_every_result_masks_what_was_typed_from_a_secret(api: Api, sites: Sites) -> None:
-    await api.service.secrets.put(
+    await api.service.parts.vault.put(
         WHO.tenant, "masked", "", [PAGE_HOST], {"short": TYPED_SECRET, "long": LONG_SECRET}
     )
     url = sites.url(PAGE_HOST, "/__fixture/html?body=" + quote(PAGE))

@@ -23,13 +23,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
 async def warm(make_api: ApiFactory, browser: str) -> Api:
     api: Api = await make_api(warm_browsers={browser: 1})
-    await api.service.browsers.pool_ready()
-    assert api.service.browsers.warm == 1
+    await api.service.parts.browsers.pool_ready()
+    assert api.service.parts.browsers.warm == 1
     return api
 
 
 def pooled(api: Api, browser: str) -> LiveBrowser:
-    [live] = api.service.browsers._warm[browser]  # type: ignore[index]
+    [live] = api.service.parts.browsers._warm[browser]  # type: ignore[index]
     return live
 
 
@@ -41,7 +41,7 @@ async def test_an_open_takes_a_warm_browser_of_its_kind_and_the_pool_refills(
     opened = await api.open(key="p", url=sites.url("app.example.test"))
     assert opened["title"] == "App — signed out"
     assert (await api.browser("p")).ref.session_id == waiting
-    await api.service.browsers.pool_ready()
+    await api.service.parts.browsers.pool_ready()
     assert pooled(api, browser).ref.session_id != waiting
 
 
@@ -76,7 +76,7 @@ async def test_a_pooled_browser_that_is_not_empty_is_ended_never_handed_out(
 ) -> None:
     api = await warm(make_api, browser)
     for dirt, make_dirty in DIRT.items():  # every kind of dirt, one refilled pool each
-        await api.service.browsers.pool_ready()
+        await api.service.parts.browsers.pool_ready()
         dirty = pooled(api, browser)
         await make_dirty(dirty, sites)
         opened = await api.open(key=dirt, url=sites.url("app.example.test"))
@@ -95,7 +95,7 @@ async def test_pools_are_sized_per_browser_kind(make_api: ApiFactory, sites: Sit
         webdriver_url=None,
         firefox_prefs=FIREFOX_PREFS,
     )
-    browsers = api.service.browsers
+    browsers = api.service.parts.browsers
     await browsers.pool_ready()
     assert browsers.warm == 2
     firefox = pooled(api, "firefox").ref.session_id

@@ -124,7 +124,7 @@ async def test_a_finish_that_cannot_be_written_leaves_the_session_unsettled_and_
     inspected = [w for w in read["warnings"] if w["type"] == "journal_inspected"]
     assert inspected and inspected[0]["ops"] == ["navigate"] and inspected[0]["tabs"] >= 1
     assert sites.hits() == []  # the slow page was not asked for again
-    state = (await api.service.journal.replay(JournalKey(WHO.tenant, "u"))).state
+    state = (await api.service.parts.journal.replay(JournalKey(WHO.tenant, "u"))).state
     assert state.settled and state.url == sites.url("app.example.test", LONG_FINISH)
 
     # A flow: the step after the unrecorded one does not run.
@@ -145,7 +145,7 @@ async def test_a_finish_that_cannot_be_written_leaves_the_session_unsettled_and_
     inspected = [w for w in again["warnings"] if w["type"] == "journal_inspected"]
     assert inspected and sorted(inspected[0]["ops"]) == ["navigate", "run_flow"]
     assert sites.hits() == []
-    assert (await api.service.journal.replay(JournalKey(WHO.tenant, "u"))).state.settled
+    assert (await api.service.parts.journal.replay(JournalKey(WHO.tenant, "u"))).state.settled
 
 
 @pytest.mark.parametrize("full", [False, True])
@@ -164,10 +164,10 @@ async def test_a_save_whose_begin_cannot_be_written_is_503_and_stores_nothing(
     await api.go("s", sites.url("shop.example.test", "/__fixture/ls?k=dummy-two"))
     before = await api.save("s")
     assert before["saved"]["cookies"] >= 0 and len(before["saved"]["sites"]) == 2
-    snapshot = await api.service._load_snapshot(WHO.tenant, "s")
+    snapshot = await api.service.parts.seam.records.load_snapshot(WHO.tenant, "s")
     key = JournalKey(WHO.tenant, "s")
-    head = await api.service.journal.backend.head(key)
-    record = await api.service.seam.load(WHO.tenant, "s")
+    head = await api.service.parts.journal.backend.head(key)
+    record = await api.service.parts.seam.records.load(WHO.tenant, "s")
     browser = await api.browser("s")
     await browser.conn.send(
         "script.evaluate",
@@ -185,15 +185,19 @@ async def test_a_save_whose_begin_cannot_be_written_is_503_and_stores_nothing(
         subprocess.run(["mount", "-o", "remount,rw", str(small_tmpfs)], check=True)
     assert reply.status_code == 503, reply.text
     assert reply.json()["error"]["type"] == "journal_unavailable"
-    assert await api.service._load_snapshot(WHO.tenant, "s") == snapshot  # nothing stored
-    assert await api.service.journal.backend.head(key) == head  # no begin, no finish
-    assert await api.service.seam.load(WHO.tenant, "s") == record  # the record unchanged
+    assert (
+        await api.service.parts.seam.records.load_snapshot(WHO.tenant, "s") == snapshot
+    )  # nothing stored
+    assert await api.service.parts.journal.backend.head(key) == head  # no begin, no finish
+    assert (
+        await api.service.parts.seam.records.load(WHO.tenant, "s") == record
+    )  # the record unchanged
     tree = await browser.conn.send("browsingContext.getTree", {"maxDepth": 0})
     assert len(tree["contexts"]) == 1  # no spare tab was opened, none left behind
 
     after = await api.save("s", full=full)  # the disk writable again: the same save goes
     assert after["saved"]["sites"] == before["saved"]["sites"]
-    saved = await api.service._load_snapshot(WHO.tenant, "s")
+    saved = await api.service.parts.seam.records.load_snapshot(WHO.tenant, "s")
     assert saved is not None and saved != snapshot
-    state = (await api.service.journal.replay(key)).state
+    state = (await api.service.parts.journal.replay(key)).state
     assert state.settled and state.last_save is not None

@@ -45,7 +45,7 @@ PAGE_TOOLS = {
 async def service(settings: Settings) -> AsyncIterator[Service]:
     opened = Service.from_settings(settings)
     yield opened
-    await opened.browsers.close_all()
+    await opened.parts.browsers.close_all()
     await opened.aclose()
 
 
@@ -134,7 +134,7 @@ async def test_tools_are_listed_with_honest_annotations(client: Client) -> None:
 async def test_an_agent_signs_in_saves_closes_and_comes_back_signed_in(
     client: Client, service: Service, sites: Sites
 ) -> None:
-    await service.secrets.put(
+    await service.parts.vault.put(
         WHO.tenant,
         "form-login",
         "carol's account on the form app",
@@ -270,8 +270,8 @@ async def test_resources_read_back_json_with_http_only_values_hidden(
 async def test_profiles_through_mcp_are_gated_and_an_unknown_country_names_the_field(
     client: Client, service: Service
 ) -> None:
-    mine = await service.profiles.create(WHO, "mine")
-    theirs = await service.profiles.create(Principal(WHO.tenant, "someone-else"), "theirs")
+    mine = await service.parts.profiles.create(WHO, "mine")
+    theirs = await service.parts.profiles.create(Principal(WHO.tenant, "someone-else"), "theirs")
     listed = await call(client, "list_profiles")
     assert [p["id"] for p in listed["profiles"]] == [mine.id]
     assert "sealed" not in json.dumps(listed)
@@ -286,7 +286,7 @@ async def test_profiles_through_mcp_are_gated_and_an_unknown_country_names_the_f
     hidden_save = await client.call_tool("save_site_data", {"key": "p", "profile": theirs.id})
     assert error_of(hidden_save)["message"] == f"no profile named {theirs.id!r}"
     assert error_of(hidden_save)["field"] == "profile"
-    assert await service.stores.runs.open_runs() == []
+    assert await service.parts.stores.runs.open_runs() == []
 
 
 @pytest.mark.parametrize(
@@ -308,13 +308,13 @@ async def test_arguments_past_the_http_bounds_are_invalid_input_naming_the_field
     error = error_of(await client.call_tool(tool, {"key": "bounded", **args}))
     assert error["type"] == "invalid_input" and error["field"] == field, error
     with pytest.raises(NotFound):
-        await service.record(WHO, "bounded")
+        await service.views.record(WHO, "bounded")
 
 
 async def test_after_a_secret_is_typed_mcp_refuses_clipboard_input_naming_the_field(
     client: Client, service: Service, sites: Sites
 ) -> None:
-    await service.secrets.put(WHO.tenant, "clip", "", [REC_HOST], {"short": TYPED_SECRET})
+    await service.parts.vault.put(WHO.tenant, "clip", "", [REC_HOST], {"short": TYPED_SECRET})
     await call(client, "open_session", key="clip", url=sites.url(REC_HOST, "/"))
     await call(client, "type_secret", key="clip", selector="#rec", secret="clip", field="short")
     for tool, args, field in (

@@ -25,7 +25,7 @@ def test_token_create_prints_a_token_once_and_stores_only_its_hash(env: Path) ->
     assert result.exit_code == 0, result.output
     token = result.output.strip()
     assert token.startswith("sk_")
-    principal = on_service(Settings(data_dir=env), lambda svc: svc.auth.resolve(token))
+    principal = on_service(Settings(data_dir=env), lambda svc: svc.parts.auth.resolve(token))
     assert principal is not None and (principal.tenant, principal.role) == ("t1", "member")
     assert token.encode() not in (env / "sitekeep.db").read_bytes()
 
@@ -124,7 +124,7 @@ def test_token_list_shows_ids_and_revoke_ends_a_token(env: Path) -> None:
     revoked = runner.invoke(app, ["token", "revoke", token_id])
     assert revoked.exit_code == 0 and f"revoked {token_id}" in revoked.output
     settings = Settings(data_dir=env)
-    assert on_service(settings, lambda svc: svc.auth.resolve(token.strip())) is None
+    assert on_service(settings, lambda svc: svc.parts.auth.resolve(token.strip())) is None
     again = runner.invoke(app, ["token", "revoke", token_id])
     assert again.exit_code == 2 and again.output.startswith("error:")
 
@@ -134,7 +134,7 @@ def test_sessions_list_shows_the_tenants_sessions(env: Path) -> None:
     settings = Settings(data_dir=env)
     on_service(
         settings,
-        lambda svc: svc.stores.sessions.set("session/t1/demo", RECORD_JSON.dump_json(record)),
+        lambda svc: svc.parts.stores.sessions.set("session/t1/demo", RECORD_JSON.dump_json(record)),
     )
     shown = CliRunner().invoke(app, ["sessions", "list", "--tenant", "t1"], env={"COLUMNS": "200"})
     assert shown.exit_code == 0, shown.output

@@ -108,11 +108,11 @@ def test_a_sessions_snapshot_is_imported_and_exported_from_the_shell(
         who = Principal("t1", "ada", "admin")
 
         async def body() -> dict[str, Any]:
-            await svc._load("t1", "s1")
-            await svc._put(record)
+            await svc.parts.seam.records.load("t1", "s1")
+            await svc.parts.seam.records.put(record)
             return {}
 
-        await svc._seam(who, "s1", "seed", {}, body)
+        await svc.parts.seam.call(who, "s1", lambda _: body(), inspect=False)
 
     on_service(settings, seed)
     source = tmp_path / "state.json"

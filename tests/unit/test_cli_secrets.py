@@ -36,7 +36,7 @@ def run(*args: str, stdin: str = "") -> tuple[int, str, str]:
 
 def reveal(data_dir: Path, name: str, key: str, tenant: str = "t1") -> str:
     value: str = on_service(
-        Settings(data_dir=data_dir), lambda svc: svc.secrets.reveal(tenant, name, key)
+        Settings(data_dir=data_dir), lambda svc: svc.parts.vault.reveal(tenant, name, key)
     )
     return value
 

@@ -20,6 +20,7 @@ with warnings.catch_warnings():
 
 import sitekeep.errors as errors_module
 from sitekeep.api.errors import install_error_handlers
+from sitekeep.args import parse_args
 from sitekeep.errors import (
     AssertionFailed,
     BidiError,
@@ -51,7 +52,6 @@ from sitekeep.errors import (
     error_json,
     quoted,
 )
-from sitekeep.steps import parse_args
 
 # One instance of every public error, and the status SPEC §5 / errors.py give it.
 CASES: dict[str, tuple[SitekeepError, int]] = {

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from sitekeep.args import parse_args
 from sitekeep.browser import keys
 from sitekeep.errors import BidiTimeout, Conflict, InvalidInput, SecretNotAllowed
 from sitekeep.secrets import MAX_VALUE_CHARS
-from sitekeep.steps import parse_args
 
 GUARD = keys.Guard("login", lambda host: host == "app.example.test")
 

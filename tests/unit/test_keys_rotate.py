@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from sitekeep import rotation
 from sitekeep.cli import app
 from sitekeep.config import Settings
 from sitekeep.errors import StoreUnavailable
@@ -40,36 +39,38 @@ async def seed_session(
     svc: Service, key: str, snapshot: SiteData, tenant: str = "t1", mask: tuple[str, ...] = ()
 ) -> None:
     now = time.time()
-    record = svc.seam.with_mask(SessionRecord(tenant, key, "ada", "chromium", now, now), mask)
+    record = svc.parts.seam.records.with_mask(
+        SessionRecord(tenant, key, "ada", "chromium", now, now), mask
+    )
     who = Principal(tenant, "ada", "admin")
 
     async def body() -> dict[str, Any]:
-        await svc._load(tenant, key)
-        await svc._put(record)
-        await svc._put_snapshot(tenant, key, snapshot)
+        await svc.parts.seam.records.load(tenant, key)
+        await svc.parts.seam.records.put(record)
+        await svc.parts.seam.records.put_snapshot(tenant, key, snapshot)
         return {}
 
-    await svc._seam(who, key, "seed", {}, body)
+    await svc.parts.seam.call(who, key, lambda _: body(), inspect=False)
 
 
 async def seed(svc: Service) -> str:
     """A secret, a profile with site data and a session with a snapshot and a mask; the
     profile's id."""
-    await svc.secrets.put("t1", "login", "", ["app.example.test"], {"password": PASS})
-    row = await svc.profiles.create(WHO, "staging")
-    await svc.profiles.write(WHO, row.id, captured(site_data("dummy-profile"), None, 2.0))
+    await svc.parts.vault.put("t1", "login", "", ["app.example.test"], {"password": PASS})
+    row = await svc.parts.profiles.create(WHO, "staging")
+    await svc.parts.profiles.write(WHO, row.id, captured(site_data("dummy-profile"), None, 2.0))
     await seed_session(svc, "s1", site_data("dummy-snapshot"), mask=(TYPED,))
     return row.id
 
 
 async def everything_opens(svc: Service, profile: str) -> None:
-    assert await svc.secrets.reveal("t1", "login", "password") == PASS
-    loaded = await svc.profiles.load(WHO, profile, "use")
+    assert await svc.parts.vault.reveal("t1", "login", "password") == PASS
+    loaded = await svc.parts.profiles.load(WHO, profile, "use")
     assert loaded.site_data.cookies[0].value == "dummy-profile"
-    snapshot = await svc._load_snapshot("t1", "s1")
+    snapshot = await svc.parts.seam.records.load_snapshot("t1", "s1")
     assert snapshot is not None and snapshot.cookies[0].value == "dummy-snapshot"
-    record = await svc._load("t1", "s1")
-    assert record is not None and svc.seam.sealed_mask(record) == [TYPED]
+    record = await svc.parts.seam.records.load("t1", "s1")
+    assert record is not None and svc.parts.seam.records.sealed_mask(record) == [TYPED]
 
 
 @pytest.fixture
@@ -91,7 +92,7 @@ def test_rotate_reseals_every_blob_and_retire_drops_only_keys_nothing_uses(
     ring = KeyFile(settings.key_file).ring()
     new = ring.current.id
     assert new != old and ring.ids == (old, new)  # the old key is kept
-    assert on_service(settings, rotation.key_use) == {new: 4}
+    assert on_service(settings, lambda svc: svc.keys.key_use()) == {new: 4}
     on_service(settings, lambda svc: everything_opens(svc, profile))
 
     again = CliRunner().invoke(app, ["keys", "rotate", "--no-new-key", "--retire"])
@@ -107,30 +108,30 @@ async def test_a_blob_moved_to_another_record_tenant_or_kind_never_opens(
     svc = Service.from_settings(settings)
     try:
         profile = await seed(svc)
-        other = await svc.profiles.create(WHO, "empty")
-        theirs = await svc.profiles.create(Principal("t2", "ada", "admin"), "theirs")
-        sealed = (await svc.stores.profiles.get("t1", profile)).sealed  # type: ignore[union-attr]
+        other = await svc.parts.profiles.create(WHO, "empty")
+        theirs = await svc.parts.profiles.create(Principal("t2", "ada", "admin"), "theirs")
+        sealed = (await svc.parts.stores.profiles.get("t1", profile)).sealed  # type: ignore[union-attr]
         assert sealed is not None
         for moved in (other, theirs):  # another record, another tenant
-            await svc.stores.profiles.put(type(moved)(**{**_fields(moved), "sealed": sealed}))
-        await svc.stores.sessions.set("site-data/t1/s2", sealed)  # another kind
+            await svc.parts.stores.profiles.put(type(moved)(**{**_fields(moved), "sealed": sealed}))
+        await svc.parts.stores.sessions.set("site-data/t1/s2", sealed)  # another kind
         await seed_session(svc, "s3", site_data("x"), tenant="t2")
-        snap = await svc.stores.sessions.get("site-data/t1/s1")
+        snap = await svc.parts.stores.sessions.get("site-data/t1/s1")
         assert snap is not None
-        await svc.stores.sessions.set("site-data/t2/s3", snap)  # another tenant
+        await svc.parts.stores.sessions.set("site-data/t2/s3", snap)  # another tenant
 
         KeyFile(settings.key_file).add()
-        report = await rotation.reseal_all(svc, svc.cipher)
+        report = await svc.keys.reseal_all()
         assert report.counts["profile"] == {"resealed": 1, "unreadable": 2}
         assert report.counts["site-data"] == {"resealed": 1, "unreadable": 2}
         assert not report.complete
         with pytest.raises(StoreUnavailable):
-            await svc.profiles.load(WHO, other.id, "use")
+            await svc.parts.profiles.load(WHO, other.id, "use")
         with pytest.raises(StoreUnavailable):
-            await svc.profiles.load(Principal("t2", "ada", "admin"), theirs.id, "use")
+            await svc.parts.profiles.load(Principal("t2", "ada", "admin"), theirs.id, "use")
         for tenant, key in (("t1", "s2"), ("t2", "s3")):
             with pytest.raises(StoreUnavailable):
-                await svc._load_snapshot(tenant, key)
+                await svc.parts.seam.records.load_snapshot(tenant, key)
         await everything_opens(svc, profile)
     finally:
         await svc.aclose()
@@ -150,7 +151,7 @@ async def test_a_save_landing_between_the_read_and_the_write_is_never_overwritte
     try:
         await seed_session(svc, "s1", site_data("dummy-before"))
         KeyFile(settings.key_file).add()
-        store = svc.stores.sessions
+        store = svc.parts.stores.sessions
         real_read = store.read
         saved: list[bool] = []
 
@@ -160,19 +161,19 @@ async def test_a_save_landing_between_the_read_and_the_write_is_never_overwritte
                 saved.append(True)
                 await store.set(
                     key,
-                    svc.cipher.seal(
+                    svc.parts.cipher.seal(
                         _dump("dummy-after"), tenant="t1", kind="site-data", ident="s1"
                     ),
                 )
             return found
 
         monkeypatch.setattr(store, "read", read_then_another_save)
-        report = await rotation.reseal_all(svc, svc.cipher)
+        report = await svc.keys.reseal_all()
         assert saved and report.counts["site-data"] == {"current": 1}
-        after = await svc._load_snapshot("t1", "s1")
+        after = await svc.parts.seam.records.load_snapshot("t1", "s1")
         assert after is not None and after.cookies[0].value == "dummy-after"
         blob = await store.get("site-data/t1/s1")
-        assert blob is not None and Cipher.sealed_with(blob) == svc.cipher.current_key_id
+        assert blob is not None and Cipher.sealed_with(blob) == svc.parts.cipher.current_key_id
     finally:
         await svc.aclose()
 

@@ -19,9 +19,9 @@ from sitekeep.browser.inputs import InputGate
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.screencast import jpeg_size
 from sitekeep.errors import SessionBusy
-from sitekeep.live import HIGH_WATER, SIZE, LiveSession, Relay
 from sitekeep.model import Principal
-from sitekeep.service import Service
+from sitekeep.service.live import LiveSession
+from sitekeep.service.relay import HIGH_WATER, SIZE, Relay, RelayPort
 
 pytestmark = pytest.mark.anyio
 
@@ -97,15 +97,16 @@ class FakeService:
     """Holds that fail (SessionBusy) before one succeeds."""
     settings: Any = field(default_factory=lambda: type("Settings", (), {"live_captures": 1})())
     typed: bool = False
-    """Whether a secret was typed in the session (``Seam.secret_typed``)."""
+    """Whether a secret was typed in the session (``Records.secret_typed``)."""
+
+    async def secret_typed(self, tenant: str, key: str) -> bool:
+        assert self.inside, "read under the session's lock"
+        return self.typed
 
     @property
-    def seam(self) -> Any:
-        async def secret_typed(tenant: str, key: str) -> bool:
-            assert self.inside, "read under the session's lock"
-            return self.typed
-
-        return type("S", (), {"secret_typed": staticmethod(secret_typed)})()
+    def captures(self) -> int | None:
+        captures: int | None = self.settings.live_captures
+        return captures
 
     @contextlib.asynccontextmanager
     async def _hold(self, key: str) -> AsyncIterator[None]:
@@ -125,12 +126,8 @@ class FakeService:
     def own_origins(self) -> list[str]:
         return ["http://127.0.0.1:8700"]
 
-    @property
-    def live(self) -> Any:
-        async def why_over(live: LiveSession, grant: object = None) -> str | None:
-            return None
-
-        return type("L", (), {"why_over": staticmethod(why_over)})()
+    async def why_over(self, live: LiveSession, grant: object = None) -> str | None:
+        return None
 
 
 @dataclass
@@ -175,7 +172,7 @@ async def run_relay(
     svc.settings = type("Settings", (), {"live_captures": captures})()
     browser = FakeBrowser(conn, ref=type("Ref", (), {"kind": kind})())
     relay = Relay(
-        cast(Service, svc),
+        cast(RelayPort, svc),
         WHO,
         LIVE,
         cast(LiveBrowser, browser),

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from sitekeep.args import parse_args
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.tracker import LeaveTracker
 from sitekeep.errors import (
@@ -24,9 +25,8 @@ from sitekeep.errors import (
     error_json,
 )
 from sitekeep.model import BrowserRef
-from sitekeep.operations import HANDLERS, Context
-from sitekeep.seam import _Secrets
-from sitekeep.steps import parse_args
+from sitekeep.seam.operations import HANDLERS, Context
+from sitekeep.seam.session import _Secrets
 from sitekeep.stores import open_database
 from sitekeep.stores.cipher import Cipher
 from sitekeep.stores.secrets import SqlSecretStore
@@ -82,10 +82,11 @@ def context(conn: Conn, vault: Vault) -> Context:
     ref = BrowserRef("chromium", "http://127.0.0.1:1", "s", "ws://127.0.0.1:1", 1.0)
     browser = LiveBrowser(ref, conn, LeaveTracker.at_birth(), "main")  # type: ignore[arg-type]
 
-    async def no_save(_: bool) -> Any:
-        raise AssertionError("no save here")
+    class NoSave:
+        async def read(self, *_: Any, **__: Any) -> Any:
+            raise AssertionError("no save here")
 
-    return Context(browser, None, (), _Secrets(vault, "t1"), no_save)
+    return Context(browser, None, (), _Secrets(vault, "t1"), NoSave())
 
 
 async def run(conn: Conn, vault: Vault, op: str, **args: Any) -> SitekeepError:

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import get_args
 
-from sitekeep.steps import OPERATIONS, OnError
+from sitekeep.args import OPERATIONS, OnError
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 

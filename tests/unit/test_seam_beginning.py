@@ -9,7 +9,8 @@ import pytest
 
 from sitekeep.errors import JournalUnavailable
 from sitekeep.journal import records
-from sitekeep.seam import READS_FIRST, _beginning, _Op
+from sitekeep.seam.context import READS_FIRST, _beginning
+from sitekeep.seam.journaling import Op as _Op
 
 pytestmark = pytest.mark.anyio
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from sitekeep.args import ClickArgs, TypeArgs, parse_args, parse_steps
 from sitekeep.browser.page import KEYS, parse_keys
 from sitekeep.errors import InvalidInput
 from sitekeep.journal import redact
-from sitekeep.seam import _appears_in
-from sitekeep.steps import ClickArgs, TypeArgs, parse_args, parse_steps
+from sitekeep.masking import appears_in as _appears_in
 
 
 def test_a_target_is_a_ref_or_a_selector_never_both_or_neither() -> None:

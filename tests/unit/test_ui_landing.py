@@ -4,7 +4,7 @@ apply to, scheme and port as saved; a cookie's host only when no origin was save
 from __future__ import annotations
 
 from sitekeep.model import Cookie, OriginStorage, SessionStorage, SiteData
-from sitekeep.ui.profiles import landing
+from sitekeep.profiles import landing
 
 SHOP = "http://shop.example.test:8123"
 APP = "https://app.example.test:8443"

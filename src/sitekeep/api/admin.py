@@ -1,7 +1,7 @@
 """HTTP routes of the admin API: ``/admin/sessions…`` (SPEC §11).
 
 Admin tokens only: a member's token gets 403 before anything is read (the gate is a
-dependency calling :meth:`Service.require_admin <sitekeep.service.Service.require_admin>`,
+dependency calling the one admin gate, :func:`sitekeep.service.require_admin`,
 and no route here has a body); another tenant's session is 404. Handlers parse, call
 ``service.admin`` and return its result.
 
@@ -46,7 +46,7 @@ async def admin_runs(
 ) -> JSON:
     """The run ledger of the caller's tenant, newest first (admin; SPEC §13): every
     live browser of every replica, or with ``open=false`` the closed ones too."""
-    return {"runs": await svc.runs(who, open_only=open_only, limit=limit)}
+    return {"runs": await svc.admin.runs(who, open_only=open_only, limit=limit)}
 
 
 def install_runs(app: FastAPI) -> None:
@@ -103,14 +103,14 @@ async def admin_forget(key: Key, site: Site, who: AdminWho, svc: Svc) -> JSON:
 async def admin_tokens(who: AdminWho, svc: Svc) -> JSON:
     """The tenant's bearer tokens, oldest first: id (16 hex digits of the SHA-256),
     tenant, subject, role and ``created_at`` — never the token."""
-    return {"tokens": [t.as_json() for t in await svc.admin.tokens(who)]}
+    return {"tokens": [t.as_json() for t in await svc.catalogue.tokens(who)]}
 
 
 @router.delete("/tokens/{id_}")
 async def admin_revoke_token(id_: Ident, who: AdminWho, svc: Svc) -> JSON:
     """Revoke one of the tenant's tokens: it stops authenticating, and the admin UI
     sign-ins made with it end. 404 for another tenant's token or an unknown id."""
-    return {"revoked": (await svc.admin.revoke_token(who, id_)).as_json()}
+    return {"revoked": (await svc.catalogue.revoke_token(who, id_)).as_json()}
 
 
 @router.get("/sessions/{key}/journal")

@@ -103,11 +103,11 @@ def _lifespan(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = app.state.service = Service.from_settings(settings)
         try:
-            await service.browsers.warm_up()
+            await service.reaper.warm_up()
             if settle_heap:
                 _settle_heap()
             async with anyio.create_task_group() as background:
-                background.start_soon(service.run_reaper)
+                background.start_soon(service.reaper.run_reaper)
                 async with mcp_server.session_manager.run():
                     yield
                 background.cancel_scope.cancel()

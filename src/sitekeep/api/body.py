@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sitekeep import client_json
@@ -25,19 +24,11 @@ from sitekeep.api.errors import error_response
 from sitekeep.errors import BodyTooLarge, InvalidInput, SitekeepError
 from sitekeep.limits import MAX_DEPTH
 
-__all__ = ["FILE_PATHS", "BodyGuard", "StrictBody", "depth_of"]
+__all__ = ["FILE_PATHS", "BodyGuard", "depth_of"]
 
 FILE_PATHS = ("/storage-state",)
 """Ends of the paths whose body is a file (``PUT …/storage-state``): its content is
 checked by its reader (``sitekeep.interop``), not here."""
-
-
-class StrictBody(BaseModel):
-    """The base of every route's JSON body: JSON types as written (``0`` is no bool,
-    ``"10"`` no int; issue #8 item 11), no unknown field; each string field bounded by a
-    ``max_length`` from :mod:`sitekeep.limits`, so the OpenAPI document states it."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 def depth_of(value: Any) -> int:

@@ -11,9 +11,9 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request
 
-from sitekeep.limits import MAX_KEY, MAX_NAME, MAX_SITE
+from sitekeep.args import KEY_PATTERN, MAX_KEY, MAX_NAME, MAX_SITE
 from sitekeep.model import Principal
-from sitekeep.service import Service
+from sitekeep.service import Service, require_admin
 
 __all__ = [
     "JSON",
@@ -33,9 +33,6 @@ __all__ = [
 
 JSON = dict[str, Any]
 """A route's JSON answer, as the service returns it."""
-
-KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
-"""A session key (``sitekeep.policy.check_key``)."""
 
 Key = Annotated[
     str, Path(description="The session's key.", pattern=KEY_PATTERN, max_length=MAX_KEY)
@@ -72,7 +69,7 @@ async def get_principal(request: Request) -> Principal:
     # The service parses the header. No HTTPBearer sub-dependency: it parsed the header
     # a second time and was a tenth of a read's FastAPI cost; the OpenAPI document names
     # the scheme all the same (api.openapi).
-    return await service_of(request).authenticate(request.headers.get("authorization"))
+    return await service_of(request).catalogue.authenticate(request.headers.get("authorization"))
 
 
 Who = Annotated[Principal, Depends(get_principal)]
@@ -86,7 +83,7 @@ async def get_admin(request: Request, who: Who) -> Principal:
         Forbidden: a member's token.
     """
     # A dependency, so a member is refused before its body or query is even read.
-    return service_of(request).require_admin(who, f"{request.method} {request.url.path}")
+    return require_admin(who, f"{request.method} {request.url.path}")
 
 
 Admin = Annotated[Principal, Depends(get_admin)]

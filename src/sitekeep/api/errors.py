@@ -68,9 +68,9 @@ def status_of(exc: SitekeepError) -> int:
 def _count(request: Request, type_name: str) -> None:
     """One more ``sitekeep_errors_total{type}`` (``sitekeep.metrics``)."""
     service = getattr(request.app.state, "service", None)
-    metrics = getattr(service, "metrics", None)
-    if metrics is not None:
-        metrics.error(type_name)
+    reaper = getattr(service, "reaper", None)
+    if reaper is not None:
+        reaper.count_error(type_name)
 
 
 def error_response(exc: SitekeepError) -> JSONResponse:

@@ -1,4 +1,4 @@
-"""HTTP and WebSocket routes of live sessions (SPEC §10); :mod:`sitekeep.live` has the rules.
+"""HTTP and WebSocket routes of live sessions (SPEC §10); ``service.live`` has the rules.
 
 Routes::
 
@@ -18,7 +18,7 @@ A socket refused (no ticket within 10 s, unknown/spent ticket, another live sess
 one whose token or UI sign-in has since ended) gets one ``error`` message and closes with
 code 4401; a live session whose browser is gone, 4404. An open socket whose token is
 revoked, or whose UI sign-in ends, gets ``{"type": "closed", "reason": "revoked" |
-"signed_out"}`` and closes (``sitekeep.live``).
+"signed_out"}`` and closes (``sitekeep.service.live``).
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ import anyio
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from sitekeep.api.deps import Ident, Svc, Who
-from sitekeep.api.sessions import SessionChoice
+from sitekeep.args import SessionChoice
 from sitekeep.errors import Forbidden, NotFound, SitekeepError, Unauthorized, error_json, quoted
-from sitekeep.live import Relay
 from sitekeep.service import Service
+from sitekeep.service.relay import Relay
 from sitekeep.ui.guard import check_origin
 
 __all__ = ["router", "serve_socket"]
@@ -54,7 +54,7 @@ LiveBody = SessionChoice
 async def create_live_session(who: Who, svc: Svc, body: LiveBody | None = None) -> dict[str, Any]:
     """Open (or return to) a session as the caller's one live session, and a one-shot
     ticket (single use, 30 s) for its WebSocket; a live session the caller had ends."""
-    return await svc.live.create(who, **(body or LiveBody()).model_dump())
+    return await svc.live.create(who, body or LiveBody())
 
 
 @router.post("/{id_}/ticket")
@@ -102,14 +102,14 @@ async def serve_socket(ws: WebSocket, svc: Service, id_: str) -> None:
         await ws.send_text(_refusal(exc))
         await ws.close(4401)
         return
-    browser = await svc.live_browser(who, live.key)
+    browser = await svc.live.browser(who, live.key)
     if browser is None:
         gone = f"session {quoted(live.key)} has no live browser: open it again"
         await ws.send_text(_refusal(NotFound("browser", live.key, message=gone)))
         await ws.close(4404)
         return
     relay = Relay(
-        svc,
+        svc.live,
         who,
         live,
         browser,

@@ -51,7 +51,7 @@ class BearerGate:
             await self._app(scope, receive, send)
             return
         try:
-            principal = await self._service_of().authenticate(
+            principal = await self._service_of().catalogue.authenticate(
                 Headers(scope=scope).get("authorization")
             )
         except SitekeepError as error:

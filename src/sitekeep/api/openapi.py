@@ -67,7 +67,7 @@ reads a session's browser too)."""
 
 _OWNERS_ONLY = ("/storage-state", "/webdriver", "/site-data/{site}")
 """A session's routes that hand its values out or replace them: its owner's or an
-admin's only (``Service._values_gate``)."""
+admin's only (``service.gates.values_gate``)."""
 
 
 def _calls(dependant: Dependant) -> Iterator[Callable[..., Any]]:

@@ -10,7 +10,6 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse, Response
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from sitekeep import __version__
 from sitekeep.api.deps import JSON, Svc
@@ -65,4 +64,5 @@ async def metrics(request: Request, svc: Svc) -> Response:
     it needs ``Authorization: Bearer <SITEKEEP_METRICS_TOKEN>`` (the scrape token, not
     an API token), and is closed (401) while that setting is unset."""
     authorization = request.headers.get("authorization")
-    return Response(await svc.metrics_text(authorization), media_type=CONTENT_TYPE_LATEST)
+    text, media = await svc.reaper.metrics_text(authorization)
+    return Response(text, media_type=media)

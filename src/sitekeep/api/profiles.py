@@ -22,43 +22,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
-from pydantic import Field
 
-from sitekeep.api.body import StrictBody
-from sitekeep.api.deps import JSON, KEY_PATTERN, Ident, Key, Svc, Who
-from sitekeep.limits import (
-    MAX_COOKIE,
-    MAX_COOKIES,
-    MAX_KEY,
-    MAX_NAME,
-    MAX_PROFILE_NAME,
-    MAX_SITE,
-)
+from sitekeep.api.deps import JSON, Ident, Key, Svc, Who
+from sitekeep.args import MAX_NAME, CaptureBody, CreateBody, PatchBody
 
 __all__ = ["router", "sessions_router"]
-
-
-class CreateBody(StrictBody):
-    name: str = Field(max_length=MAX_PROFILE_NAME)
-    visibility: str = Field(default="private", max_length=MAX_NAME)
-    country: str | None = Field(default=None, max_length=MAX_NAME)
-
-
-class PatchBody(StrictBody):
-    name: str | None = Field(default=None, max_length=MAX_PROFILE_NAME)
-    visibility: str | None = Field(default=None, max_length=MAX_NAME)
-    country: str | None = Field(default=None, max_length=MAX_NAME)
-
-
-class SelectedCookie(StrictBody):
-    domain: str = Field(max_length=MAX_SITE)
-    name: str = Field(max_length=MAX_COOKIE)
-
-
-class CaptureBody(StrictBody):
-    session: str = Field(pattern=KEY_PATTERN, max_length=MAX_KEY)
-    cookies: list[SelectedCookie] | None = Field(default=None, max_length=MAX_COOKIES)
-    """The cookies to keep, by ``{domain, name}``; omitted: every unexpired cookie."""
 
 
 FormatQuery = Annotated[str, Query(alias="format", max_length=MAX_NAME)]
@@ -79,39 +47,37 @@ router = APIRouter(prefix="/v1/profiles", tags=["profiles"])
 @router.post("")
 async def create_profile(body: CreateBody, who: Who, svc: Svc) -> JSON:
     """Create an empty profile (private unless ``visibility: workspace``)."""
-    return await svc.create_profile(who, body.name, body.visibility, body.country)
+    return await svc.profiles.create(who, body)
 
 
 @router.get("")
 async def list_profiles(who: Who, svc: Svc) -> JSON:
     """The caller's profiles and the workspace's shared ones, with the server's ``now``."""
-    return await svc.list_profiles(who)
+    return await svc.profiles.list(who)
 
 
 @router.get("/{ident}")
 async def get_profile(ident: Ident, who: Who, svc: Svc) -> JSON:
     """One profile and its per-host counts (never values); 404 when not visible."""
-    return await svc.get_profile(who, ident)
+    return await svc.profiles.get(who, ident)
 
 
 @router.patch("/{ident}")
 async def update_profile(ident: Ident, body: PatchBody, who: Who, svc: Svc) -> JSON:
     """Rename, share (``visibility``) or set the country (creator, or an admin when shared)."""
-    return await svc.update_profile(who, ident, body.model_dump(exclude_unset=True))
+    return await svc.profiles.update(who, ident, body.model_dump(exclude_unset=True))
 
 
 @router.delete("/{ident}")
 async def delete_profile(ident: Ident, who: Who, svc: Svc) -> JSON:
     """Delete a profile and its site data (creator, or an admin when shared)."""
-    await svc.profiles.delete(who, ident)
-    return {"id": ident, "deleted": True}
+    return await svc.profiles.delete(who, ident)
 
 
 @router.post("/{ident}/capture")
 async def capture_profile(ident: Ident, body: CaptureBody, who: Who, svc: Svc) -> JSON:
     """Capture the session's site data into the profile; a selection matching nothing is 400."""
-    selection = None if body.cookies is None else [c.model_dump() for c in body.cookies]
-    return await svc.capture_profile(who, ident, body.session, selection)
+    return await svc.profiles.capture(who, ident, body)
 
 
 @router.put("/{ident}/storage-state", openapi_extra=_FILE_BODY)
@@ -120,7 +86,7 @@ async def import_profile_state(
 ) -> JSON:
     """Replace the profile's site data with a storage state JSON or cookies.txt body;
     answers the profile and the import report (what was changed or dropped, and why)."""
-    return await svc.import_profile_state(who, ident, await request.body(), fmt)
+    return await svc.interop.import_profile_state(who, ident, await request.body(), fmt)
 
 
 @router.get("/{ident}/storage-state")
@@ -128,7 +94,7 @@ async def export_profile_state(
     ident: Ident, who: Who, svc: Svc, fmt: FormatQuery = "storage-state"
 ) -> Response:
     """The profile's site data as a file (values: only for who may manage it)."""
-    data, media = await svc.export_profile_state(who, ident, fmt)
+    data, media = await svc.interop.export_profile_state(who, ident, fmt)
     return Response(data, media_type=media)
 
 
@@ -139,7 +105,7 @@ sessions_router = APIRouter(prefix="/v1/sessions", tags=["site data"])
 async def state_preview(key: Key, who: Who, svc: Svc) -> JSON:
     """Per domain, the session's cookie names, expiry, flags and default selection, and
     the server's ``now`` — never a value (SPEC §9)."""
-    return await svc.state_preview(who, key)
+    return await svc.interop.state_preview(who, key)
 
 
 @sessions_router.put("/{key}/storage-state", openapi_extra=_FILE_BODY)
@@ -147,7 +113,7 @@ async def import_session_state(
     key: Key, request: Request, who: Who, svc: Svc, fmt: FormatQuery | None = None
 ) -> JSON:
     """Replace the session's snapshot with a storage state JSON or cookies.txt body."""
-    return await svc.import_session_state(who, key, await request.body(), fmt)
+    return await svc.interop.import_session_state(who, key, await request.body(), fmt)
 
 
 @sessions_router.get("/{key}/storage-state")
@@ -155,5 +121,5 @@ async def export_session_state(
     key: Key, who: Who, svc: Svc, fmt: FormatQuery = "storage-state"
 ) -> Response:
     """The session's saved site data as a storage state JSON (or cookies.txt) file."""
-    data, media = await svc.export_session_state(who, key, fmt)
+    data, media = await svc.interop.export_session_state(who, key, fmt)
     return Response(data, media_type=media)

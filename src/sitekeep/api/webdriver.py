@@ -1,4 +1,4 @@
-"""The endpoints a WebDriver handover hands out (SPEC §21; :mod:`sitekeep.handover`).
+"""The endpoints a WebDriver handover hands out (SPEC §21; :mod:`sitekeep.service.handover`).
 
 Routes (no bearer token: the grant in the path is the credential)::
 
@@ -21,11 +21,9 @@ from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 
 from sitekeep.api.deps import Svc
-from sitekeep.browser.handover_bidi import BidiRefusal
-from sitekeep.browser.handover_classic import Refusal
 from sitekeep.errors import BrowserUnavailable, CapacityExceeded, Forbidden
-from sitekeep.handover import Ended
 from sitekeep.service import Service
+from sitekeep.service.handover import BidiRefusal, Ended, Refusal
 from sitekeep.ui.guard import check_origin
 
 __all__ = ["router"]

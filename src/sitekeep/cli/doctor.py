@@ -54,7 +54,7 @@ def doctor() -> None:
     """Check the browsers, their drivers, the database and the key (changes nothing)."""
     import anyio
 
-    from sitekeep.service import Service
+    from sitekeep.service import store_health
 
     settings = load_settings()
     check = _Checks()
@@ -62,7 +62,7 @@ def doctor() -> None:
     if settings.webdriver_url:
         console().print(f"browsers run on SITEKEEP_WEBDRIVER_URL={settings.webdriver_url}")
     check("data dir", *_data_dir_health(settings.data_dir))
-    database, sessions = anyio.run(Service.store_health, settings)
+    database, sessions = anyio.run(store_health, settings)
     check("database", *database)
     check("session store", *sessions)
     check("master key", *_key_health(settings))

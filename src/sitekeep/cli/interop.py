@@ -160,17 +160,17 @@ class _End:
 
     async def write(self, svc: Service, text: str, fmt: Format | None, strict: bool) -> Any:
         if self.kind == "profile":
-            return await svc.import_profile_state(
+            return await svc.interop.import_profile_state(
                 self.who, self.ident, text.encode(), fmt, strict=strict
             )
-        return await svc.import_session_state(
+        return await svc.interop.import_session_state(
             self.who, self.ident, text.encode(), fmt, strict=strict
         )
 
     async def read(self, svc: Service) -> SiteData:
         if self.kind == "profile":  # values: only for who may manage it
-            return await svc.profile_site_data(self.who, self.ident)
-        return await svc.saved_site_data(self.who, self.ident)
+            return await svc.interop.profile_site_data(self.who, self.ident)
+        return await svc.interop.saved_site_data(self.who, self.ident)
 
 
 def _end(

@@ -2,7 +2,7 @@
 
 ``rotate`` adds a new key to the key file (or, with keys from ``SITEKEEP_MASTER_KEY``,
 uses the last one listed there), then reseals every secret, profile and snapshot under it
-with a progress bar (:mod:`sitekeep.rotation`). Old keys stay in the ring — other
+with a progress bar (:mod:`sitekeep.service.keys`). Old keys stay in the ring — other
 processes may still hold blobs they sealed a moment ago — unless ``--retire`` is given:
 then a second pass counts what each key seals and removes the keys nothing uses.
 Exit status 1 when a blob was left behind (a session busy past the lock wait, or a blob
@@ -37,9 +37,9 @@ async def _rotate(
         TimeElapsedColumn,
     )
 
-    from sitekeep import rotation
+    from sitekeep.service import keys as rotation
 
-    total = len(await rotation.blobs(svc))
+    total = len(await svc.keys.blobs())
     columns = (
         TextColumn("[bold]resealing"),
         BarColumn(),
@@ -53,11 +53,11 @@ async def _rotate(
         def advance(blob: rotation.Blob, outcome: rotation.Outcome) -> None:
             progress.update(task, advance=1, description=f"{blob.kind} {outcome}")
 
-        report = await rotation.reseal_all(svc, svc.cipher, advance)
+        report = await svc.keys.reseal_all(advance)
     retired: list[str] = []
     if retire and report.complete:
-        used = await rotation.key_use(svc)
-        ring = svc.cipher.ring
+        used = await svc.keys.key_use()
+        ring = svc.keys.ring
         idle = [kid for kid in ring.ids if kid not in used and kid != ring.current.id]
         if idle and not keys.from_env:
             keys.retire(idle)
@@ -75,7 +75,7 @@ def rotate(
     ] = False,
 ) -> None:
     """Reseal every secret, profile, snapshot and session mask under a new key."""
-    from sitekeep import rotation
+    from sitekeep.service import keys as rotation
     from sitekeep.stores.cipher import KeyFile
 
     settings = load_settings()
@@ -104,11 +104,10 @@ def rotate(
 @keys_app.command("status")
 def status() -> None:
     """The key ring and how many blobs each key seals now."""
-    from sitekeep import rotation
 
     async def use(svc: Service) -> tuple[list[str], str, dict[str, int]]:
-        ring = svc.cipher.ring
-        return list(ring.ids), ring.current.id, await rotation.key_use(svc)
+        ring = svc.keys.ring
+        return list(ring.ids), ring.current.id, await svc.keys.key_use()
 
     ids, current, used = with_service(use)
     from rich.table import Table

@@ -64,7 +64,7 @@ def _table(profiles: list[dict[str, Any]]) -> Table:
 def list_profiles(tenant: Tenant, subject: Actor = "cli", member: Member = False) -> None:
     """The profiles the subject may see: its own and the workspace's."""
     who = acting(tenant, subject, member)
-    found = with_service(lambda svc: svc.list_profiles(who))
+    found = with_service(lambda svc: svc.profiles.list(who))
     if not found["profiles"]:
         typer.echo(f"no profiles for {subject} in tenant {tenant}")
         return
@@ -79,7 +79,7 @@ def show_profile(
     who = acting(tenant, subject, member)
     from rich.table import Table
 
-    found: dict[str, Any] = with_service(lambda svc: svc.get_profile(who, ident))
+    found: dict[str, Any] = with_service(lambda svc: svc.profiles.get(who, ident))
     sites = Table("site", "cookies", "localStorage", "sessionStorage")
     for s in found["sites"]:
         sites.add_row(s["site"], str(s["cookies"]), str(s["local"]), str(s["session"]))
@@ -99,8 +99,12 @@ def create_profile(
     who = acting(tenant, subject, member)
     visibility = "workspace" if workspace else "private"
 
+    from sitekeep.args import CreateBody, unchecked
+
+    body = unchecked(CreateBody, name=name, visibility=visibility, country=country)
+
     async def use(svc: Service) -> dict[str, Any]:
-        return await svc.create_profile(who, name, visibility, country)
+        return await svc.profiles.create(who, body)
 
     made = with_service(use)
     typer.echo(f"created profile {made['id']} ({made['name']}, {made['visibility']})")
@@ -126,7 +130,7 @@ def update_profile(
     if not changes:
         typer.echo("error: say --name, --visibility or --country", err=True)
         raise typer.Exit(2)
-    done = with_service(lambda svc: svc.update_profile(who, ident, changes))
+    done = with_service(lambda svc: svc.profiles.update(who, ident, changes))
     show(_table([done]))
 
 

@@ -35,8 +35,12 @@ def set_proxy(
 ) -> None:
     """Create or replace a proxy."""
 
+    from sitekeep.args import ProxyBody, unchecked
+
+    body = unchecked(ProxyBody, country=country, url=url, auth_secret=auth_secret)
+
     async def use(svc: Service) -> dict[str, Any]:
-        return await svc.put_proxy(operator(tenant), name, country, url, auth_secret)
+        return await svc.catalogue.put_proxy(operator(tenant), name, body)
 
     done = with_service(use)
     typer.echo(f"saved proxy {done['name']} ({done['country']})")
@@ -45,7 +49,7 @@ def set_proxy(
 @proxy_app.command("list")
 def list_proxies(tenant: Tenant) -> None:
     """The tenant's proxies."""
-    found = with_service(lambda svc: svc.list_proxies(operator(tenant)))
+    found = with_service(lambda svc: svc.catalogue.proxies(operator(tenant)))
     if not found["proxies"]:
         typer.echo(f"no proxies in tenant {tenant}")
         return
@@ -60,5 +64,5 @@ def list_proxies(tenant: Tenant) -> None:
 @proxy_app.command("delete")
 def delete_proxy(name: Name, tenant: Tenant) -> None:
     """Delete a proxy."""
-    with_service(lambda svc: svc.delete_proxy(operator(tenant), name))
+    with_service(lambda svc: svc.catalogue.delete_proxy(operator(tenant), name))
     typer.echo(f"deleted proxy {name}")

@@ -89,16 +89,17 @@ def set_secret(
         values = parse_values(sys.stdin.read())
     except SitekeepError as exc:
         fail(exc, {})  # its message names stdin already
-    info = with_service(
-        lambda svc: svc.put_secret(operator(tenant), name, description, host or [], values)
-    )
+    from sitekeep.args import SecretBody, unchecked
+
+    body = unchecked(SecretBody, description=description, hosts=host or [], values=values)
+    info = with_service(lambda svc: svc.catalogue.put_secret(operator(tenant), name, body))
     typer.echo(f"saved secret {info.name} (keys: {', '.join(info.keys)})")
 
 
 @secret_app.command("list")
 def list_secrets(tenant: Tenant) -> None:
     """The tenant's secrets: name, description, hosts and key names (never values)."""
-    infos = with_service(lambda svc: svc.list_secrets(operator(tenant)))
+    infos = with_service(lambda svc: svc.catalogue.secrets(operator(tenant)))
     if not infos:
         typer.echo(f"no secrets in tenant {tenant}")
         return
@@ -118,7 +119,7 @@ def delete_secret(
 
     async def delete(svc: Service) -> bool:
         try:
-            await svc.delete_secret(operator(tenant), name)
+            await svc.catalogue.delete_secret(operator(tenant), name)
         except NotFound:
             return False
         return True

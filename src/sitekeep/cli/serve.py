@@ -90,7 +90,7 @@ def stop() -> None:
     opens a new browser and restores its site data.
     """
     settings = load_settings()
-    ended = with_service(lambda svc: svc.end_browsers(), settings)
+    ended = with_service(lambda svc: svc.reaper.end_browsers(), settings)
     where = f"on {settings.webdriver_url}" if settings.webdriver_url else "and the embedded drivers"
     if ended:
         console().print(f"ended {ended} session browser(s) {where} of {settings.data_dir}")

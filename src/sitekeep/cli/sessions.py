@@ -24,7 +24,7 @@ def sessions_list(tenant: Tenant) -> None:
     """The tenant's sessions, most recently used first (no browser is touched)."""
     from rich.table import Table
 
-    rows = with_service(lambda svc: svc.sessions(operator(tenant)))
+    rows = with_service(lambda svc: svc.views.sessions(operator(tenant)))
     if not rows:
         console().print(f"no sessions in tenant {tenant}")
         return
@@ -48,9 +48,9 @@ def runs(
     """The run ledger: each live browser of every replica (SPEC §13)."""
 
     async def use(svc: Service) -> tuple[dict[str, int], list[dict[str, object]]]:
-        reaped = await svc.reap() if reap else {}
+        reaped = await svc.reaper.reap() if reap else {}
         who = None if tenant is None else operator(tenant)
-        return reaped, await svc.runs(who, open_only=not every, limit=limit, addresses=True)
+        return reaped, await svc.admin.runs(who, open_only=not every, limit=limit, addresses=True)
 
     reaped, rows = with_service(use)
     if reap:

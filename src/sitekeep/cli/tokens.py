@@ -26,7 +26,7 @@ def token_create(
     admin: Annotated[bool, typer.Option("--admin", help="Give the admin role.")] = False,
 ) -> None:
     """Create a bearer token and print it — the only time it is shown."""
-    print(with_service(lambda svc: svc.create_token(tenant, subject, _role(admin))))
+    print(with_service(lambda svc: svc.catalogue.create_token(tenant, subject, _role(admin))))
 
 
 def _role(admin: bool) -> Role:
@@ -40,7 +40,7 @@ def token_list(
     """The tokens: id, tenant, subject, role, created — never a token."""
     from rich.table import Table
 
-    tokens = with_service(lambda svc: svc.list_tokens(tenant))
+    tokens = with_service(lambda svc: svc.catalogue.tokens(None, tenant))
     if not tokens:
         console().print("no tokens" + (f" in tenant {tenant}" if tenant else ""))
         return
@@ -58,6 +58,7 @@ def token_revoke(
     """Revoke a token: it stops authenticating (other replicas within 30 s) and the admin
     UI sign-ins made with it end."""
     info = with_service(
-        lambda svc: svc.revoke_token(token_id, tenant), flags={"id": "ID", "tenant": "--tenant"}
+        lambda svc: svc.catalogue.revoke_token(None, token_id, tenant),
+        flags={"id": "ID", "tenant": "--tenant"},
     )
     console().print(f"revoked {info.id} ({info.tenant}/{info.subject}, {info.role})")

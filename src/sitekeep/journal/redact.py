@@ -6,10 +6,11 @@ only as its length; every URL as §4 keeps a history entry below the top one —
 path, without query or fragment (they carry OAuth codes and reset tokens) and without user
 info (it carries passwords).
 
-Arguments are kept by an allow-list per operation. A key the list does not know, or an
-operation it does not know, keeps only its shape: a string becomes ``{"length": n}``, a
-list or object ``{"items": n}``; numbers, booleans and null stay. A new argument is
-therefore safe before anyone thinks about it.
+Arguments are kept by an allow-list per operation, read from the operation's argument
+model (``sitekeep.args``: each field says what may be kept of it, ``args.Kept``). A key
+the list does not know, or an operation it does not know, keeps only its shape: a string
+becomes ``{"length": n}``, a list or object ``{"items": n}``; numbers, booleans and null
+stay. A new argument is therefore safe before anyone thinks about it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit
+
+from sitekeep.args import JOURNALED, Args, Kept, kept
 
 __all__ = ["args", "detail", "error", "is_redacted_url", "text", "url"]
 
@@ -108,31 +111,21 @@ def _step(value: Any) -> Any:
 
 
 _Rule = Callable[[Any], Any]
-_TARGET: Final[dict[str, _Rule]] = {"ref": _name, "selector": _name}
+_BY_KIND: Final[dict[Kept, _Rule]] = {Kept.URL: _url_arg, Kept.TEXT: _text_arg, Kept.NAME: _name}
+
+
+def _rules_of(model: type[Args]) -> dict[str, _Rule]:
+    """What the journal keeps of each of ``model``'s fields that says (``args.Kept``)."""
+    rules = {}
+    for name, field in model.model_fields.items():
+        kind = kept(field)
+        if kind is not None:
+            rules[name] = _BY_KIND[kind]
+    return rules
+
+
 _RULES: Final[dict[str, dict[str, _Rule]]] = {
-    "open_session": {
-        "browser": _name,
-        "url": _url_arg,
-        "profile": _name,
-        "restore_site_data": _name,
-        "fresh": _name,
-        "insecure": _name,
-        "country": _name,
-    },
-    "navigate": {"url": _url_arg},
-    "back": {},
-    "forward": {},
-    "snapshot": {},
-    "click": _TARGET,
-    "type": {**_TARGET, "text": _text_arg, "submit": _name},
-    "type_secret": {**_TARGET, "secret": _name, "field": _name, "submit": _name},
-    "press": {"keys": _name},
-    "select": {**_TARGET, "value": _name},
-    "read": {"selector": _name, "max_chars": _name},
-    "screenshot": {},
-    "wait_for": {"text": _text_arg, "selector": _name, "timeout": _name},
-    "assert_text": {"text": _text_arg},
-    "save_site_data": {"profile": _name, "full": _name},
+    **{op: _rules_of(model) for op, model in JOURNALED.items()},
     "capture_profile": {"profile": _name, "cookies": _name},
     "run_flow": {"steps": _steps, "on_error": _name},
     "close_browser": {},

@@ -37,17 +37,17 @@ def _dump(value: JSON) -> str:
 
 async def current(key: str, ctx: Ctx) -> str:
     found, who = backing(ctx)
-    return _dump(await found.service.current(who, key))
+    return _dump(await found.service.views.current(who, key))
 
 
 async def site_data(key: str, ctx: Ctx) -> str:
     found, who = backing(ctx)
-    return _dump(await found.service.site_data(who, key))
+    return _dump(await found.service.views.site_data(who, key))
 
 
 async def site_data_host(key: str, site: str, ctx: Ctx) -> str:
     found, who = backing(ctx)
-    return _dump(await found.service.site_data_host(who, key, site))
+    return _dump(await found.service.views.site_data_host(who, key, site))
 
 
 TEMPLATES = (
@@ -75,11 +75,11 @@ TEMPLATES = (
 async def readable(service: Service, who: Principal) -> list[Resource]:
     """The resources of each of ``who``'s tenant's sessions (URIs of :data:`TEMPLATES`)."""
     found = []
-    for row in await service.sessions(who):
+    for row in await service.views.sessions(who):
         key = row["key"]
         base = f"sitekeep://sessions/{key}"
         found.append(_json_resource(f"{base}/current", f"{key}: current page"))
-        data = await service.site_data(who, key)
+        data = await service.views.site_data(who, key)
         found.append(_json_resource(f"{base}/site-data", f"{key}: site data by host"))
         for host in data["hosts"]:
             found.append(_json_resource(host["uri"], f"{key}: {host['site']}"))

@@ -25,6 +25,7 @@ from mcp.types import (
 from pydantic import ValidationError
 
 from sitekeep import __version__
+from sitekeep.args import invalid_input
 from sitekeep.errors import SitekeepError
 from sitekeep.mcp.calls import (
     DEFAULT_SESSION,
@@ -38,7 +39,6 @@ from sitekeep.mcp.calls import (
 )
 from sitekeep.mcp.resources import TEMPLATES, readable
 from sitekeep.mcp.tools import TOOLS
-from sitekeep.steps import invalid_input
 
 __all__ = ["DEFAULT_SESSION", "SESSION_HEADER", "PrincipalOf", "ServiceOf", "build_server"]
 

@@ -26,8 +26,8 @@ async def serve_stdio(settings: Settings, token: str, *, session: str) -> None:
     """
     service = Service.from_settings(settings)
     try:
-        who = await service.authenticate(f"Bearer {token}")
-        await service.browsers.warm_up()
+        who = await service.catalogue.authenticate(f"Bearer {token}")
+        await service.reaper.warm_up()
         server = build_server(lambda: service, lambda _ctx: who, default_session=session)
         await server.run_stdio_async()
     finally:

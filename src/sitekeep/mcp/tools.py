@@ -19,17 +19,22 @@ from mcp.server.mcpserver import Image
 from mcp.types import TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from sitekeep.limits import MAX_NAME, MAX_URL
-from sitekeep.mcp.calls import JSON, Ctx, backing, guarded
-from sitekeep.steps import (
+from sitekeep.args import (
+    MAX_NAME,
+    MAX_URL,
     OPERATIONS,
+    FlowBody,
     NavigateArgs,
+    OpenBody,
     PressArgs,
     ReadArgs,
+    SaveBody,
     SelectArgs,
     TypeArgs,
     TypeSecretArgs,
+    unchecked,
 )
+from sitekeep.mcp.calls import JSON, Ctx, backing, guarded
 
 __all__ = ["TOOLS", "Tool"]
 
@@ -59,7 +64,7 @@ def _tool(name: str, annotations: ToolAnnotations, description: str) -> Callable
 
 
 def _doc(model: type[BaseModel], field: str) -> str:
-    """A field's description from ``sitekeep.steps``, so every facade documents it alike."""
+    """A field's description from ``sitekeep.args``, so every facade documents it alike."""
     return model.model_fields[field].description or ""
 
 
@@ -92,7 +97,7 @@ _LISTS = ToolAnnotations(
 async def _act(ctx: Ctx, key: str | None, op: str, **args: Any) -> JSON:
     """Run the page operation ``op`` in the call's session."""
     found, who = backing(ctx)
-    return await found.service.act(who, found.session_of(ctx, key), op, **args)
+    return await found.service.sessions.act(who, found.session_of(ctx, key), op, **args)
 
 
 # -- sessions -------------------------------------------------------------------------------
@@ -145,8 +150,8 @@ async def open_session(
     ] = None,
 ) -> JSON:
     found, who = backing(ctx)
-    return await found.service.open_session(
-        who,
+    options = unchecked(
+        OpenBody,
         key=found.session_of(ctx, key),
         url=url,
         browser=browser,
@@ -157,6 +162,7 @@ async def open_session(
         profile=profile,
         country=country,
     )
+    return await found.service.sessions.open(who, options)
 
 
 @_tool(
@@ -188,9 +194,8 @@ async def save_site_data(
     ] = None,
 ) -> JSON:
     found, who = backing(ctx)
-    return await found.service.save_site_data(
-        who, found.session_of(ctx, key), indexed_db=indexed_db, profile=profile
-    )
+    options = unchecked(SaveBody, indexed_db=indexed_db, profile=profile)
+    return await found.service.sessions.save_site_data(who, found.session_of(ctx, key), options)
 
 
 @_tool(
@@ -202,7 +207,7 @@ async def save_site_data(
 )
 async def list_profiles(ctx: Ctx) -> JSON:
     found, who = backing(ctx)
-    return await found.service.list_profiles(who)
+    return await found.service.profiles.list(who)
 
 
 @_tool(
@@ -214,7 +219,7 @@ async def list_profiles(ctx: Ctx) -> JSON:
 )
 async def close_session(ctx: Ctx, key: Key = None) -> JSON:
     found, who = backing(ctx)
-    return await found.service.close_browser(who, found.session_of(ctx, key))
+    return await found.service.sessions.close(who, found.session_of(ctx, key))
 
 
 @_tool(
@@ -238,7 +243,8 @@ async def run_flow(
     key: Key = None,
 ) -> JSON:
     found, who = backing(ctx)
-    return await found.service.run_flow(who, found.session_of(ctx, key), steps, on_error)
+    flow = unchecked(FlowBody, steps=steps, on_error=on_error)
+    return await found.service.flows.run(who, found.session_of(ctx, key), flow)
 
 
 # -- pages ----------------------------------------------------------------------------------

@@ -179,7 +179,7 @@ class SqlStore:
         # On the event loop (Database.read): over the range, a tenant's scan costs what
         # that tenant holds, as the records read next do. Without it every list read the
         # whole table there (100k sessions: /healthz's median 3 -> 331 ms while 4 clients
-        # asked /metrics, whose whole-store scan Service.metrics_text now spaces out).
+        # asked /metrics, whose whole-store scan Reaper.metrics_text now spaces out).
         return await self._db.read(_WHAT, scan)
 
     async def count(self, prefix: str) -> int:

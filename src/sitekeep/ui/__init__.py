@@ -3,7 +3,8 @@
 Server-rendered Jinja2 templates (``templates/``) with htmx for partial updates; htmx and
 the UI's own script and styles ship inside the package (``static/``, see ``VENDORED``),
 never fetched from a CDN. The pages call the same admin use cases as the admin API
-(``service.admin``); :mod:`.guard` holds the sign-in cookie, CSRF and header rules.
+(the service's rooms: ``admin``, ``catalogue``, ``sign_ins``, ``live``…); :mod:`.guard`
+holds the sign-in cookie, CSRF and header rules.
 """
 
 from __future__ import annotations

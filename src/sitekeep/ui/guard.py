@@ -22,8 +22,8 @@ from fastapi import Request, Response
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from sitekeep.admin import SIGN_IN_TTL, SignIn
 from sitekeep.errors import Forbidden, InvalidInput
+from sitekeep.service.signins import SIGN_IN_TTL, SignIn
 
 __all__ = [
     "COOKIE",

@@ -34,12 +34,12 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from sitekeep import panes
-from sitekeep.admin import SignIn
 from sitekeep.api.deps import Svc
-from sitekeep.auth import hash_token, token_id
+from sitekeep.args import SecretBody, SessionChoice, unchecked
 from sitekeep.errors import InvalidInput, NotFound
 from sitekeep.model import Principal
 from sitekeep.service import Service
+from sitekeep.service.signins import SignIn
 from sitekeep.ui.guard import (
     check_origin,
     clear_sign_in_cookie,
@@ -91,7 +91,7 @@ async def _resolve_token(svc: Service, token: str) -> Principal | None:
     # The service's one authenticator; a sign-in asks it once and keeps no token. Fresh
     # from the store: a sign-in lasts hours, so no memory of a since-revoked token may
     # make one.
-    return await svc.auth.resolve(token, fresh=True)
+    return await svc.sign_ins.resolve(token)
 
 
 @router.post("/admin/sign-in")
@@ -107,13 +107,13 @@ async def sign_in(request: Request, svc: Svc) -> Response:
         error = "That is a member's token: the admin UI needs an admin's."
         return render("sign_in.html", 403, error=error)
     for old in sign_in_ids(request):  # a new id every time: nothing planted is kept
-        await svc.admin.sign_out(old)
-    sid, _ = await svc.admin.sign_in(who, token_id(hash_token(token)))
+        await svc.sign_ins.sign_out(old)
+    sid, _ = await svc.sign_ins.sign_in_with(who, token)
     # Asked again once the sign-in is written: a revocation that ran since the check
     # above swept the sign-ins before this one existed, so it would last hours. One that
     # runs after this look sweeps it (its delete comes before its sweep).
     if await _resolve_token(svc, token) is None:
-        await svc.admin.sign_out(sid)
+        await svc.sign_ins.sign_out(sid)
         return render("sign_in.html", 401, error="That is not a token of this server.")
     response = see_other("/admin")
     set_sign_in_cookie(request, response, sid)
@@ -122,7 +122,7 @@ async def sign_in(request: Request, svc: Svc) -> Response:
 
 @router.post("/admin/sign-out")
 async def sign_out(request: Request, signed: Writer, svc: Svc) -> Response:
-    await svc.admin.sign_out(request.state.sid)
+    await svc.sign_ins.sign_out(request.state.sid)
     response = see_other("/admin/sign-in?out")
     clear_sign_in_cookie(response)
     return response
@@ -287,7 +287,7 @@ async def _secrets_page(
         "secrets",
         _SECRET_FORM,
         status,
-        secrets=await svc.admin.secrets(signed.principal),
+        secrets=await svc.catalogue.secrets(signed.principal),
         now=now(svc),
         **{"saved": None, "deleted": None, **context},
     )
@@ -321,9 +321,8 @@ async def save_secret(request: Request, signed: Writer, svc: Svc) -> Response:
     try:
         hosts = [h for h in re.split(r"[\s,]+", typed["hosts"]) if h]
         values = _values(request.state.form.get("values", ""))
-        info = await svc.admin.put_secret(
-            signed.principal, typed["name"], typed["description"], hosts, values
-        )
+        body = unchecked(SecretBody, description=typed["description"], hosts=hosts, values=values)
+        info = await svc.catalogue.put_secret(signed.principal, typed["name"], body)
     except InvalidInput as exc:
         return await _secrets_page(signed, svc, 400, error=exc.message, form=typed)
     return see_other(f"/admin/ui/secrets?saved={info.name}")
@@ -331,7 +330,7 @@ async def save_secret(request: Request, signed: Writer, svc: Svc) -> Response:
 
 @router.post("/admin/ui/secrets/{name}/delete")
 async def delete_secret(name: str, signed: Writer, svc: Svc) -> Response:
-    await svc.admin.delete_secret(signed.principal, name)
+    await svc.catalogue.delete_secret(signed.principal, name)
     return see_other(f"/admin/ui/secrets?deleted={name}")
 
 
@@ -345,7 +344,7 @@ async def tokens_page(request: Request, signed: Signed, svc: Svc) -> HTMLRespons
         "tokens.html",
         signed=signed,
         section="tokens",
-        tokens=await svc.admin.tokens(signed.principal),
+        tokens=await svc.catalogue.tokens(signed.principal),
         now=now(svc),
         revoked=request.query_params.get("revoked"),
     )
@@ -353,7 +352,7 @@ async def tokens_page(request: Request, signed: Signed, svc: Svc) -> HTMLRespons
 
 @router.post("/admin/ui/tokens/{id_}/revoke")
 async def revoke_token(id_: str, signed: Writer, svc: Svc) -> Response:
-    info = await svc.admin.revoke_token(signed.principal, id_)
+    info = await svc.catalogue.revoke_token(signed.principal, id_)
     return see_other(f"/admin/ui/tokens?revoked={info.id}")
 
 
@@ -382,13 +381,13 @@ async def live_open(request: Request, signed: Writer, svc: Svc) -> Response:
     """Open (or return to) a session as the admin's live browser, then show it."""
     typed = kept(request, _LIVE_FORM)
     try:
-        live = await svc.live.create(
-            signed.principal,
+        choice = unchecked(
+            SessionChoice,
             key=typed["key"] or None,
             browser=typed["browser"] or None,
             url=typed["url"] or None,
-            sign_in=sign_in_of(request),
         )
+        live = await svc.live.create(signed.principal, choice, sign_in=sign_in_of(request))
     except InvalidInput as exc:
         return await _live_start(signed, svc, 400, error=exc.message, form=typed)
     return see_other(f"/admin/ui/live/{live['id']}")
@@ -397,7 +396,7 @@ async def live_open(request: Request, signed: Writer, svc: Svc) -> Response:
 @router.get("/admin/ui/live/{id_}")
 async def live_page(id_: str, signed: Signed, svc: Svc) -> HTMLResponse:
     live = await own_live(signed, svc, id_)
-    record = await svc.record(signed.principal, live.key)
+    record = await svc.views.record(signed.principal, live.key)
     return render(
         "live.html",
         signed=signed,

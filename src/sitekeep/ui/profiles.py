@@ -1,17 +1,16 @@
 """The admin UI's Profiles and Proxies tabs and the sign-in wizard (SPEC §9, §10, §14).
 
-They call the profile and proxy use cases of the service (``create_profile``,
-``list_profiles``, ``update_profile``, ``capture_profile``, ``state_preview``,
-``list_proxies``, ``put_proxy``, ``delete_proxy`` and ``profiles.delete`` — issue #12) and
-answer through :mod:`.render`, as :mod:`.pages` does.
+They call the service's profile, interop and catalogue rooms (``svc.profiles``,
+``svc.interop.state_preview``, ``svc.catalogue``'s proxies — issue #12) and answer
+through :mod:`.render`, as :mod:`.pages` does.
 
-The wizard: name + country → a live browser (:mod:`sitekeep.live`) on a new session →
+The wizard: name + country → a live browser (``service.live``) on a new session →
 sign in to any number of sites → a polled state preview with the auth cookies the
 heuristic picks pre-selected (``static/wizard.js`` keeps a person's own choices over
 every later poll) → "Save profile" (create + capture of the selected cookies + the
 session deleted) or "Close without saving" (the session deleted, nothing kept).
 "Sign in again" opens the live browser on a new session restored from the profile,
-landing on its first site (:func:`landing`).
+landing on its first site (``profiles.landing``).
 
 Routes::
 
@@ -30,18 +29,24 @@ import json
 import secrets
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 
-from sitekeep.admin import SignIn
 from sitekeep.api.deps import Svc
-from sitekeep.cookies import cookie_host, covers_host
+from sitekeep.args import (
+    CaptureBody,
+    CreateBody,
+    ProxyBody,
+    SelectedCookie,
+    SessionChoice,
+    unchecked,
+)
 from sitekeep.errors import InvalidInput
-from sitekeep.model import Principal, SiteData
-from sitekeep.profiles import first_site
+from sitekeep.model import Principal
 from sitekeep.service import Service
+from sitekeep.service.signins import SignIn
 from sitekeep.ui.render import (
     Signed,
     UiRoute,
@@ -55,7 +60,7 @@ from sitekeep.ui.render import (
     sign_in_of,
 )
 
-__all__ = ["expiry_chip", "landing", "router"]
+__all__ = ["expiry_chip", "router"]
 
 router = APIRouter(route_class=UiRoute, include_in_schema=False)
 
@@ -74,7 +79,7 @@ def expiry_chip(profile: Mapping[str, Any]) -> str:
 
 @router.get("/admin/ui/profiles")
 async def profiles_page(request: Request, signed: Signed, svc: Svc) -> HTMLResponse:
-    listed = await svc.list_profiles(signed.principal)
+    listed = await svc.profiles.list(signed.principal)
     return render(
         "profiles.html",
         signed=signed,
@@ -92,69 +97,45 @@ def _back(done: str) -> RedirectResponse:
 
 @router.post("/admin/ui/profiles/{ident}/share")
 async def share_profile(ident: str, signed: Writer, svc: Svc) -> Response:
-    changed = await svc.update_profile(signed.principal, ident, {"visibility": "workspace"})
+    changed = await svc.profiles.update(signed.principal, ident, {"visibility": "workspace"})
     return _back(f"{changed['name']} is shared with the workspace.")
 
 
 @router.post("/admin/ui/profiles/{ident}/private")
 async def private_profile(ident: str, signed: Writer, svc: Svc) -> Response:
-    changed = await svc.update_profile(signed.principal, ident, {"visibility": "private"})
+    changed = await svc.profiles.update(signed.principal, ident, {"visibility": "private"})
     return _back(f"{changed['name']} is private.")
 
 
 @router.post("/admin/ui/profiles/{ident}/rename")
 async def rename_profile(request: Request, ident: str, signed: Writer, svc: Svc) -> Response:
     name = request.state.form.get("name", "")
-    changed = await svc.update_profile(signed.principal, ident, {"name": name})
+    changed = await svc.profiles.update(signed.principal, ident, {"name": name})
     return _back(f"Renamed to {changed['name']}.")
 
 
 @router.post("/admin/ui/profiles/{ident}/delete")
 async def delete_profile(ident: str, signed: Writer, svc: Svc) -> Response:
-    profile = await svc.get_profile(signed.principal, ident)
+    profile = await svc.profiles.get(signed.principal, ident)
     await svc.profiles.delete(signed.principal, ident)
     return _back(f"Deleted {profile['name']}.")
-
-
-def landing(site_data: SiteData) -> str | None:
-    """Where "Sign in again" lands: the first origin the profile was saved with (scheme,
-    host and port as saved) that one of its cookies is sent to (RFC 6265bis §5.1.3,
-    :func:`~sitekeep.cookies.covers_host`), else its first origin at all
-    (:func:`~sitekeep.profiles.first_site`), else its first cookie's host — ``https``
-    when that cookie is Secure, ``http`` otherwise (no port is known then); None
-    (``about:blank``) for an empty profile."""
-    origins = list(site_data.origins)
-    if site_data.session is not None:
-        origins.append(site_data.session.origin)
-    for origin in origins:
-        host = urlsplit(origin).hostname or ""
-        if any(covers_host(cookie, host) for cookie in site_data.cookies):
-            return origin + "/"
-    first = first_site(site_data)
-    if first is not None:
-        return first + "/"
-    if not site_data.cookies:
-        return None
-    cookie = site_data.cookies[0]
-    return f"{'https' if cookie.secure else 'http'}://{cookie_host(cookie)}/"
 
 
 @router.post("/admin/ui/profiles/{ident}/sign-in-again")
 async def sign_in_again(request: Request, ident: str, signed: Writer, svc: Svc) -> Response:
     """The wizard, warm: a new session restored from the profile, on its first site."""
-    profile = await svc.get_profile(signed.principal, ident)
-    loaded = await svc.profiles.load(signed.principal, ident, "use")
-    url = landing(loaded.site_data)
+    profile = await svc.profiles.get(signed.principal, ident)
+    url = await svc.profiles.landing(signed.principal, ident)
     browser = request.state.form.get("browser") or None
-    live = await svc.live.create(
-        signed.principal,
+    choice = unchecked(
+        SessionChoice,
         key=_wizard_key(),
         browser=browser,
         url=url,
         profile=ident,
         country=profile.get("country"),
-        sign_in=sign_in_of(request),
     )
+    live = await svc.live.create(signed.principal, choice, sign_in=sign_in_of(request))
     query = f"name={quote(profile['name'])}&profile={quote(ident)}"
     return see_other(f"/admin/ui/wizard/{live['id']}?{query}")
 
@@ -169,7 +150,7 @@ def _wizard_key() -> str:
 
 
 async def _countries(svc: Service, who: Principal) -> list[str]:
-    listed = await svc.list_proxies(who)
+    listed = await svc.catalogue.proxies(who)
     return [str(c) for c in listed.get("countries", [])]
 
 
@@ -194,13 +175,13 @@ async def new_profile(request: Request, signed: Writer, svc: Svc) -> Response:
     if not typed["name"]:
         return await _new_page(signed, svc, 400, error="Name the profile.", form=typed)
     try:
-        live = await svc.live.create(
-            signed.principal,
+        choice = unchecked(
+            SessionChoice,
             key=_wizard_key(),
             browser=typed["browser"] or None,
             country=typed["country"] or None,
-            sign_in=sign_in_of(request),
         )
+        live = await svc.live.create(signed.principal, choice, sign_in=sign_in_of(request))
     except InvalidInput as exc:
         return await _new_page(signed, svc, 400, error=exc.message, form=typed)
     query = f"name={quote(typed['name'])}&country={quote(typed['country'])}"
@@ -216,7 +197,7 @@ async def wizard_page(request: Request, live_id: str, signed: Signed, svc: Svc) 
         signed=signed,
         section="profiles",
         live=live.as_json(),
-        url=(await svc.record(signed.principal, live.key)).url or "",
+        url=(await svc.views.record(signed.principal, live.key)).url or "",
         title="",
         profile_name=query.get("name", ""),
         country=query.get("country", ""),
@@ -229,7 +210,7 @@ async def wizard_preview(live_id: str, signed: Signed, svc: Svc) -> JSONResponse
     """The live browser's cookies by domain — names, expiry, flags, the default selection
     and the server's ``now``; never a value."""
     live = await own_live(signed, svc, live_id)
-    return JSONResponse(await svc.state_preview(signed.principal, live.key))
+    return JSONResponse(await svc.interop.state_preview(signed.principal, live.key))
 
 
 def _selection(text: str) -> list[dict[str, str]]:
@@ -257,13 +238,15 @@ async def wizard_save(request: Request, live_id: str, signed: Writer, svc: Svc) 
     cookies = _selection(form.get("cookies", ""))
     ident = form.get("profile", "")
     if not ident:
-        created = await svc.create_profile(
-            who, form.get("name", "").strip(), "private", form.get("country") or None
-        )
-        ident = created["id"]
-    saved = await svc.capture_profile(who, ident, live.key, cookies)
+        name, country = form.get("name", "").strip(), form.get("country") or None
+        made = unchecked(CreateBody, name=name, visibility="private", country=country)
+        ident = (await svc.profiles.create(who, made))["id"]
+    chosen = [unchecked(SelectedCookie, domain=c["domain"], name=c["name"]) for c in cookies]
+    saved = await svc.profiles.capture(
+        who, ident, unchecked(CaptureBody, session=live.key, cookies=chosen)
+    )
     await svc.live.end(who, live.id)
-    await svc.delete_session(who, live.key)
+    await svc.sessions.delete(who, live.key)
     name = saved.get("profile", {}).get("name") or form.get("name", "")
     return _back(f"Saved {name}.")
 
@@ -273,7 +256,7 @@ async def wizard_discard(live_id: str, signed: Writer, svc: Svc) -> Response:
     """Close without saving: the wizard's session goes, nothing is kept."""
     live = await own_live(signed, svc, live_id)
     await svc.live.end(signed.principal, live.id)
-    await svc.delete_session(signed.principal, live.key)
+    await svc.sessions.delete(signed.principal, live.key)
     return see_other("/admin/ui/profiles")
 
 
@@ -285,7 +268,7 @@ _PROXY_FORM = {"name": "", "country": "", "url": "", "auth_secret": ""}
 async def _proxies_page(
     signed: SignIn, svc: Service, status: int = 200, **context: Any
 ) -> HTMLResponse:
-    listed = await svc.list_proxies(signed.principal)
+    listed = await svc.catalogue.proxies(signed.principal)
     context.setdefault("done", None)
     return form_page(
         "proxies.html",
@@ -309,13 +292,13 @@ async def save_proxy(request: Request, signed: Writer, svc: Svc) -> Response:
     """Add or replace a proxy; its credentials are a secret's name, never a value."""
     typed = kept(request, _PROXY_FORM)
     try:
-        saved = await svc.put_proxy(
-            signed.principal,
-            typed["name"],
-            typed["country"],
-            typed["url"],
-            typed["auth_secret"] or None,
+        body = unchecked(
+            ProxyBody,
+            country=typed["country"],
+            url=typed["url"],
+            auth_secret=typed["auth_secret"] or None,
         )
+        saved = await svc.catalogue.put_proxy(signed.principal, typed["name"], body)
     except InvalidInput as exc:
         return await _proxies_page(signed, svc, 400, error=exc.message, form=typed)
     done = quote(f"Saved {saved['name']}.")
@@ -324,5 +307,5 @@ async def save_proxy(request: Request, signed: Writer, svc: Svc) -> Response:
 
 @router.post("/admin/ui/proxies/{name}/delete")
 async def delete_proxy(name: str, signed: Writer, svc: Svc) -> Response:
-    await svc.delete_proxy(signed.principal, name)
+    await svc.catalogue.delete_proxy(signed.principal, name)
     return see_other(f"/admin/ui/proxies?done={quote(f'Deleted {name}.')}")

@@ -27,12 +27,12 @@ from fastapi.routing import APIRoute
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from sitekeep import panes
-from sitekeep.admin import SignIn, sign_in_ref
 from sitekeep.api.deps import Svc
 from sitekeep.api.errors import status_of
 from sitekeep.errors import NotFound, SitekeepError
-from sitekeep.live import LiveSession
 from sitekeep.service import Service
+from sitekeep.service.live import LiveSession
+from sitekeep.service.signins import SignIn, sign_in_ref
 from sitekeep.ui.guard import check_csrf, check_origin, read_form, sign_in_ids
 
 __all__ = [
@@ -193,7 +193,7 @@ class UiRoute(APIRoute):
 
 async def _signed(request: Request, svc: Svc) -> SignIn:
     for sid in sign_in_ids(request):
-        signed = await svc.admin.signed_in(sid)
+        signed = await svc.sign_ins.signed_in(sid)
         if signed is not None:
             request.state.sid = sid
             return signed
@@ -217,14 +217,14 @@ Writer = Annotated[SignIn, Depends(_writer)]
 
 
 def sign_in_of(request: Request) -> str:
-    """The reference (:func:`sitekeep.admin.sign_in_ref`) of the sign-in a request passed
+    """The reference (``signins.sign_in_ref``) of the sign-in a request passed
     :data:`Signed` or :data:`Writer` with."""
     return sign_in_ref(request.state.sid)
 
 
 def now(svc: Service) -> float:
     """The service's clock: seconds since the epoch, as its records are stamped."""
-    return svc._clock()
+    return svc.sign_ins.now()
 
 
 async def own_live(signed: SignIn, svc: Service, id_: str) -> LiveSession:

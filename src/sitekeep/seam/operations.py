@@ -2,10 +2,12 @@
 
 An operation runs inside one seam call (``sitekeep.seam``) with a narrow :class:`Context`:
 the live browser, the refs it may use, the server's own origins, a reader of the tenant's
-secrets and a save function. It changes nothing but the browser and **returns its effects
-as a value** (:class:`Done`): its result without ``{url, title}`` (the seam adds where the
-browser landed, or withholds it, SPEC §7), the page when it already looked, what happened
-to the snapshot refs, the secrets it typed. The seam journals those effects (SPEC §8).
+secrets and a reader of the session's site data. It changes nothing but the browser and
+**returns its effects as a value** (:class:`Done`): its result without ``{url, title}``
+(the seam adds where the browser landed, or withholds it, SPEC §7), the page when it
+already looked, what happened to the snapshot refs, the secrets it typed, the snapshot a
+save read. The operation context (``seam.context``) applies and journals those effects
+(SPEC §8): a save's snapshot is stored there, once its begin is durable.
 """
 
 from __future__ import annotations
@@ -18,21 +20,7 @@ from typing import Any, Protocol
 
 from sitekeep import history as hist
 from sitekeep.address import Refused, ServerAddress
-from sitekeep.browser import inputs, keys, page
-from sitekeep.browser.live import LiveBrowser, PageInfo
-from sitekeep.errors import (
-    AssertionFailed,
-    BidiError,
-    InvalidInput,
-    SecretNotAllowed,
-    StaleRef,
-    quoted,
-)
-from sitekeep.journal.records import RefsStatus
-from sitekeep.model import RefMap
-from sitekeep.policy import check_url
-from sitekeep.secrets import SecretInfo, host_allowed
-from sitekeep.steps import (
+from sitekeep.args import (
     AssertTextArgs,
     ClickArgs,
     NavigateArgs,
@@ -45,8 +33,23 @@ from sitekeep.steps import (
     TypeSecretArgs,
     WaitForArgs,
 )
+from sitekeep.browser import inputs, keys, page
+from sitekeep.browser.live import LiveBrowser, PageInfo
+from sitekeep.errors import (
+    AssertionFailed,
+    BidiError,
+    InvalidInput,
+    SecretNotAllowed,
+    StaleRef,
+    quoted,
+)
+from sitekeep.journal.records import RefsStatus
+from sitekeep.model import RefMap, SiteData
+from sitekeep.policy import check_url
+from sitekeep.seam.saving import SiteDataRead
+from sitekeep.secrets import SecretInfo, host_allowed
 
-__all__ = ["HANDLERS", "Context", "Done", "SecretsReader"]
+__all__ = ["HANDLERS", "MAX_TYPED_SECRETS", "Context", "Done", "SecretsReader", "SiteDataReader"]
 
 _REF = re.compile(r"e([1-9][0-9]*)")
 MAX_TYPED_SECRETS = 8
@@ -60,9 +63,11 @@ class SecretsReader(Protocol):
     async def reveal(self, name: str, field: str) -> str: ...
 
 
-SaveFn = Callable[[bool], Awaitable[tuple[dict[str, Any], PageInfo, Mapping[str, Any]]]]
-"""``save(indexed_db)``: the save inside this call (the pages it reached so far go into
-the history first); returns its result, where the browser is, and counts for the mark."""
+class SiteDataReader(Protocol):
+    """The session's site data as an operation may read it (``seam.saving.SiteReader``):
+    composed over its snapshot, with the pages the call reached so far; nothing stored."""
+
+    async def read(self, browser: LiveBrowser, *, full: bool, indexed_db: bool) -> SiteDataRead: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +81,8 @@ class Done:
         snapshot: the new ref map, when ``refs`` is ``replaced``.
         typed: (secret, field) names typed, never values.
         saved: a save's counts (its journal finish carries them), when it saved.
+        save: the snapshot a save read, which the operation context stores as the
+            session's once the call's begin is durable.
     """
 
     result: Mapping[str, Any] = field(default_factory=dict)
@@ -84,19 +91,20 @@ class Done:
     snapshot: RefMap | None = None
     typed: tuple[tuple[str, str], ...] = ()
     saved: Mapping[str, Any] | None = None
+    save: SiteData | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Context:
     """What an operation may use: the live browser, the refs of its last snapshot that
     are usable now (None while the session is unsettled or after a new browser), the
-    server's own origins (SPEC §12), the tenant's secrets and the call's save."""
+    server's own origins (SPEC §12), the tenant's secrets and the session's site data."""
 
     browser: LiveBrowser
     refs: RefMap | None
     own_origins: Sequence[str]
     secrets: SecretsReader
-    save: SaveFn
+    site_data: SiteDataReader
     own: Refused | ServerAddress | None = None
     """Where the server listens: a URL reaching it in any spelling is refused (403)."""
     secret_typed: bool = False
@@ -298,8 +306,10 @@ async def _assert_text(call: Context, args: AssertTextArgs) -> Done:
 
 
 async def _save(call: Context, args: SaveArgs) -> Done:
-    result, where, counts = await call.save(args.indexed_db)
-    return Done(result, page=where, refs="reused", saved=counts)
+    read = await call.site_data.read(call.browser, full=args.full, indexed_db=args.indexed_db)
+    return Done(
+        read.result(), page=read.page, refs="reused", saved=read.counts(), save=read.snapshot
+    )
 
 
 HANDLERS: dict[str, Handler] = {
@@ -318,4 +328,4 @@ HANDLERS: dict[str, Handler] = {
     "assert_text": _assert_text,
     "save_site_data": _save,
 }
-"""Operation name → what it does; arguments as ``sitekeep.steps`` validates them."""
+"""Operation name → what it does; arguments as ``sitekeep.args`` validates them."""

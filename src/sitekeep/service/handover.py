@@ -38,12 +38,12 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from websockets.asyncio.client import ClientConnection
 
 from sitekeep.browser.guard import reaches_refused
-from sitekeep.browser.handover_bidi import BidiGate, BidiRelay, open_upstream
+from sitekeep.browser.handover_bidi import BidiGate, BidiRefusal, BidiRelay, open_upstream
 from sitekeep.browser.handover_classic import (
     ClassicUpstream,
     Command,
@@ -57,9 +57,8 @@ from sitekeep.browser.handover_classic import (
 from sitekeep.browser.scrub import Scrubber
 from sitekeep.errors import CapacityExceeded, Conflict, SitekeepError
 from sitekeep.model import BrowserRef, Principal, SessionRecord
-
-if TYPE_CHECKING:
-    from sitekeep.service import Service
+from sitekeep.service.gates import values_gate
+from sitekeep.service.parts import Parts
 
 __all__ = [
     "COMMANDS_PER_SESSION",
@@ -68,9 +67,11 @@ __all__ = [
     "TOUCH_EVERY",
     "WATCH_EVERY",
     "Admitted",
+    "BidiRefusal",
     "Ended",
     "Grant",
     "Handovers",
+    "Refusal",
 ]
 
 GRANT_PREFIX = "wd_"
@@ -182,10 +183,12 @@ class _Slots:
 
 
 class Handovers:
-    """The handover use cases over one :class:`~sitekeep.service.Service`."""
+    """The handover use cases (SPEC §21)."""
 
-    def __init__(self, service: Service) -> None:
-        self._svc = service
+    def __init__(self, parts: Parts) -> None:
+        self._parts = parts
+        self._records = parts.seam.records
+        self._clock = parts.clock
         self._upstream = ClassicUpstream(timeout=COMMAND_TIMEOUT, max_answer=MAX_ANSWER)
         self._touched: dict[tuple[str, str], float] = {}
         self._commands = _Slots(COMMANDS_PER_SESSION, "WebDriver commands")
@@ -211,13 +214,13 @@ class Handovers:
                 secret was typed in it.
             SessionBusy: another call held the session too long.
         """
-        svc = self._svc
-        await svc._values_gate(who, key, "take over its browser")
-        async with svc.session_held(who.tenant, key):  # no type_secret meanwhile
-            record = await svc._require(who, key)
+        parts, records = self._parts, self._records
+        await values_gate(records, parts.profiles, who, key, "take over its browser")
+        async with records.held(who.tenant, key):  # no type_secret meanwhile
+            record = await records.require(who, key)
             ref, context = await self._live(record)
-            await svc.seam.hand_over(record, ref.generation)
-        ttl = svc.settings.webdriver_ttl
+            await records.hand_over(record, ref.generation)
+        ttl = parts.settings.webdriver_ttl
         grant = Grant(
             who.tenant,
             key,
@@ -225,10 +228,11 @@ class Handovers:
             who.token,
             ref.generation,
             secrets.token_hex(16),
-            svc._clock() + ttl,
+            self._clock() + ttl,
         )
         token = GRANT_PREFIX + secrets.token_urlsafe(32)
-        await svc._store.set(_grant_key(token), json.dumps(asdict(grant)).encode(), ttl=ttl)
+        grant_json = json.dumps(asdict(grant)).encode()
+        await parts.stores.sessions.set(_grant_key(token), grant_json, ttl=ttl)
         root = f"{base.rstrip('/')}/v1/webdriver/{token}"
         return {
             "key": key,
@@ -248,16 +252,17 @@ class Handovers:
                 session (its values are write-only, SPEC §7: the page, the storage
                 restored later may hold one).
         """
-        svc = self._svc
+        parts = self._parts
         if record.typed_secrets:
             raise Conflict(
                 "a secret was typed in this session: its browser is never handed over "
                 "(secret values are write-only); hand over another session"
             )
-        live = await svc.seam.attach(record.browser) if record.browser is not None else None
+        browsers = parts.seam.browsers
+        live = await browsers.attach(record.browser) if record.browser is not None else None
         if live is None or record.browser is None:
             raise Conflict("the session has no live browser: open it first")
-        if not svc.browsers.classic_webdriver(record.browser):
+        if not parts.browsers.classic_webdriver(record.browser):
             raise Conflict(
                 "the session's browser runs on the mapper engine (SITEKEEP_CHROMIUM_BIDI="
                 "mapper), which has no WebDriver classic endpoint to hand over"
@@ -272,8 +277,7 @@ class Handovers:
         """
         if not token.startswith(GRANT_PREFIX) or len(token) > _MAX_GRANT:
             return Ended("unknown")
-        svc = self._svc
-        raw = await svc._store.get(_grant_key(token))
+        raw = await self._parts.stores.sessions.get(_grant_key(token))
         if raw is None:
             return Ended("unknown")
         grant = Grant(**json.loads(raw))
@@ -282,12 +286,12 @@ class Handovers:
         return await self._standing(grant)
 
     async def _standing(self, grant: Grant) -> Admitted | Ended:
-        svc = self._svc
-        if grant.expires_at <= svc._clock():
+        parts = self._parts
+        if grant.expires_at <= self._clock():
             return Ended("expired")
-        if grant.token and not await svc.auth.holds(grant.token, grant.tenant):
+        if grant.token and not await parts.auth.holds(grant.token, grant.tenant):
             return Ended("revoked")
-        record = await svc.seam.load(grant.tenant, grant.key)
+        record = await self._records.load(grant.tenant, grant.key)
         if record is None:
             return Ended("deleted")
         if record.browser is None or record.browser.generation != grant.generation:
@@ -307,31 +311,31 @@ class Handovers:
         Raises:
             SessionBusy: a call held it longer. StoreUnavailable: a store is out of reach.
         """
-        svc = self._svc
+        records = self._records
         grant = admitted.grant
         ident = (grant.tenant, grant.key)
-        async with svc.session_held(*ident):
+        async with records.held(*ident):
             if time.monotonic() - self._touched.get(ident, 0.0) < TOUCH_EVERY:
                 return
-            record = await svc.seam.load(*ident)
+            record = await records.load(*ident)
             browser = record.browser if record is not None else None
             if (
                 record is not None
                 and browser is not None
                 and browser.generation == grant.generation
             ):
-                await svc.seam.put(replace(record, last_used_at=svc._clock()))
+                await records.put(replace(record, last_used_at=self._clock()))
             if len(self._touched) > 10_000:
                 self._touched.clear()
             self._touched[ident] = time.monotonic()
 
     def _scrubber(self, admitted: Admitted) -> Scrubber:
-        svc = self._svc
+        parts = self._parts
         return Scrubber(
             admitted.ref,
             admitted.grant.session_id,
-            svc.browsers.own_address,
-            [svc.settings.webdriver_url],
+            parts.browsers.own_address,
+            [parts.settings.webdriver_url],
         )
 
     # -- WebDriver classic ------------------------------------------------------------
@@ -361,8 +365,10 @@ class Handovers:
     async def _relay(
         self, admitted: Admitted, command: Command, body: dict[str, Any] | None
     ) -> tuple[int, Any]:
-        svc = self._svc
-        check_command(command, body, own=svc.browsers.own_address, own_origins=svc.own_origins())
+        parts = self._parts
+        check_command(
+            command, body, own=parts.browsers.own_address, own_origins=parts.own_origins()
+        )
         try:
             await self.turn(admitted)
         except SitekeepError as exc:
@@ -414,18 +420,18 @@ class Handovers:
         send: Callable[[str], Awaitable[None]],
         receive: Callable[[], Awaitable[str]],
     ) -> str | None:
-        svc = self._svc
+        parts = self._parts
         upstream: ClientConnection = await open_upstream(
-            admitted.ref.ws_url, timeout=svc.settings.bidi_timeout
+            admitted.ref.ws_url, timeout=parts.settings.bidi_timeout
         )
-        own = svc.browsers.own_address
+        own = parts.browsers.own_address
 
         async def watch() -> str | None:
             now = await self.admit_again(admitted)
             return None if now is None else now.message
 
         relay = BidiRelay(
-            BidiGate(own=own, own_origins=svc.own_origins()),
+            BidiGate(own=own, own_origins=parts.own_origins()),
             upstream,
             send=send,
             receive=receive,
@@ -434,7 +440,7 @@ class Handovers:
             reaches=lambda url: reaches_refused(own, url),
             watch=watch,
             every=WATCH_EVERY,
-            max_message=svc.settings.max_body,
+            max_message=parts.settings.max_body,
         )
         try:
             ended = await relay.run()

@@ -1,20 +1,4 @@
-"""Live sessions (SPEC §10): a person drives a session's browser through a canvas.
-
-A **live session** is a session's browser streamed to its owner: ``create`` opens (or
-returns to) the session like ``open_session`` and records ``{id, key, expires_at}`` for the
-owner — one per owner (tenant, subject): a new one replaces the last, whose sockets end —
-with a TTL (``SITEKEEP_LIVE_TTL``). The records and tickets live in the session store, so
-any replica can serve the socket.
-
-The WebSocket is authorised by a **ticket**: random, single use (redeeming deletes it; of
-two redeemers only the one whose delete removed it wins), ~30 s, bound to the live session
-and its owner; only its SHA-256 is stored. It travels in the socket's first message, never
-in a URL (URLs are logged). The ticket also names what it was asked with — the bearer
-token's id, and the admin UI sign-in's reference when the UI asked — and the socket lasts
-only as long as they do (:class:`Grant`): revoking the token, or signing out of the UI,
-closes it within :data:`WATCH_EVERY` in the process that did it (a sign-out on any
-replica, sign-ins being in the session store), and within the token cache's 30 s on
-another replica (``Authenticator.holds``).
+"""The live socket's relay (SPEC §10): frames out, input in (``service.live`` has the rules).
 
 :class:`Relay` pumps one socket: frames out as binary JPEG messages, JSON messages both
 ways (:mod:`sitekeep.browser.screencast` has the input messages). Before its first frame
@@ -41,14 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
-import re
-import secrets
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sitekeep import client_json
 from sitekeep.browser import screencast
@@ -58,28 +38,13 @@ from sitekeep.errors import (
     BidiTimeout,
     BrowserUnavailable,
     InvalidInput,
-    NotFound,
     SitekeepError,
-    Unauthorized,
 )
 from sitekeep.model import Principal
+from sitekeep.service.live import Grant, LiveSession
 
-if TYPE_CHECKING:
-    from sitekeep.service import Service
+__all__ = ["HIGH_WATER", "PIPELINE", "SIZE", "WATCH_EVERY", "Relay", "RelayPort"]
 
-__all__ = [
-    "HIGH_WATER",
-    "PIPELINE",
-    "SIZE",
-    "TICKET_TTL",
-    "Grant",
-    "LiveSession",
-    "LiveSessions",
-    "Relay",
-]
-
-TICKET_TTL = 30.0
-"""Seconds a ticket can be redeemed."""
 HIGH_WATER = 3
 """Frames in flight (sent, not yet acknowledged) before capturing pauses."""
 PIPELINE = {"chromium": 3, "firefox": 1}
@@ -98,214 +63,22 @@ then came out 1280×657), and a browser started again has lost any ``setViewport
 WATCH_EVERY = 0.5
 """Seconds between two checks of the live record and of the page's URL and title."""
 
-_LIVE_PREFIX = "live/"
-_TICKET_PREFIX = "live-ticket/"
-_TICKET = re.compile(r"lt_[A-Za-z0-9_-]{1,64}")
-"""What :meth:`LiveSessions._issue` hands out (``lt_`` and URL-safe base64): anything
-else — a lone surrogate no hash can encode, say — is refused unread."""
 
+class RelayPort(Protocol):
+    """What a relay asks of the service (``service.live.LiveSessions`` is it)."""
 
-@dataclass(frozen=True, slots=True)
-class LiveSession:
-    """One owner's live session.
+    def session_held(
+        self, tenant: str, key: str
+    ) -> contextlib.AbstractAsyncContextManager[None]: ...
 
-    Attributes:
-        id: 16 hex digits. key: the session it shows. tenant, subject: its owner.
-        created_at, expires_at: seconds since the epoch.
-    """
+    async def secret_typed(self, tenant: str, key: str) -> bool: ...
 
-    id: str
-    key: str
-    tenant: str
-    subject: str
-    created_at: float
-    expires_at: float
+    def own_origins(self) -> list[str]: ...
 
-    def as_json(self) -> dict[str, Any]:
-        """``{id, key, created_at, expires_at, socket}`` (``socket``: the WebSocket path)."""
-        return {
-            "id": self.id,
-            "key": self.key,
-            "created_at": self.created_at,
-            "expires_at": self.expires_at,
-            "socket": f"/v1/live-sessions/{self.id}/socket",
-        }
+    @property
+    def captures(self) -> int | None: ...
 
-
-@dataclass(frozen=True, slots=True)
-class Grant:
-    """What a live socket was let in with, checked for as long as it lasts (SPEC §12).
-
-    Attributes:
-        token: the id of the bearer token that asked for the ticket
-            (:func:`sitekeep.auth.token_id`), ``""`` when none.
-        sign_in: the admin UI sign-in's reference (:func:`sitekeep.admin.sign_in_ref`)
-            when the UI asked for the ticket, else ``""``.
-    """
-
-    token: str = ""
-    sign_in: str = ""
-
-
-def _live_key(tenant: str, subject: str) -> str:
-    return f"{_LIVE_PREFIX}{tenant}/{subject}"
-
-
-def _ticket_key(ticket: str) -> str:
-    return _TICKET_PREFIX + hashlib.sha256(ticket.encode()).hexdigest()
-
-
-class LiveSessions:
-    """The live-session use cases over one :class:`~sitekeep.service.Service`."""
-
-    def __init__(self, service: Service) -> None:
-        self._svc = service
-
-    async def create(
-        self,
-        who: Principal,
-        *,
-        key: str | None = None,
-        browser: str | None = None,
-        url: str | None = None,
-        profile: str | None = None,
-        country: str | None = None,
-        sign_in: str = "",
-    ) -> dict[str, Any]:
-        """Open (or return to) the session ``key`` (a new one when None) like
-        ``open_session``, make it the owner's live session, and issue a ticket (bound to
-        ``who.token``, and to the UI sign-in of reference ``sign_in`` when given).
-
-        Returns:
-            ``{id, key, created_at, expires_at, socket, ticket, ticket_expires_at, url,
-            title}``.
-
-        Raises:
-            as ``Service.open_session``.
-        """
-        svc = self._svc
-        opened = await svc.open_session(
-            who, key=key, browser=browser, url=url, profile=profile, country=country
-        )
-        live, ticket = await self._start(who, opened["key"], sign_in)
-        return {**live.as_json(), **ticket, "url": opened["url"], "title": opened["title"]}
-
-    async def _start(
-        self, who: Principal, key: str, sign_in: str = ""
-    ) -> tuple[LiveSession, dict[str, Any]]:
-        """Record the owner's live session on ``key`` (replacing theirs) and a ticket."""
-        svc = self._svc
-        now = svc._clock()
-        ttl = svc.settings.live_ttl
-        live = LiveSession(secrets.token_hex(8), key, who.tenant, who.subject, now, now + ttl)
-        raw = json.dumps(asdict(live)).encode()
-        await svc._store.set(_live_key(who.tenant, who.subject), raw, ttl=ttl)
-        return live, await self._issue(who, live, sign_in)
-
-    async def current(self, tenant: str, subject: str) -> LiveSession | None:
-        """The owner's live session, or None (none, or past its TTL)."""
-        raw = await self._svc._store.get(_live_key(tenant, subject))
-        if raw is None:
-            return None
-        live = LiveSession(**json.loads(raw))
-        return live if live.expires_at > self._svc._clock() else None
-
-    async def _require(self, who: Principal, id_: str) -> LiveSession:
-        live = await self.current(who.tenant, who.subject)
-        if live is None or live.id != id_:
-            raise NotFound("live session", id_, field="id")
-        return live
-
-    async def _issue(self, who: Principal, live: LiveSession, sign_in: str) -> dict[str, Any]:
-        ticket = "lt_" + secrets.token_urlsafe(32)
-        expires_at = self._svc._clock() + TICKET_TTL
-        data = {
-            "tenant": who.tenant,
-            "subject": who.subject,
-            "role": who.role,
-            "id": live.id,
-            "expires_at": expires_at,
-            "token": who.token,
-            "sign_in": sign_in,
-        }
-        await self._svc._store.set(_ticket_key(ticket), json.dumps(data).encode(), ttl=TICKET_TTL)
-        return {"ticket": ticket, "ticket_expires_at": expires_at}
-
-    async def ticket(self, who: Principal, id_: str, sign_in: str = "") -> dict[str, Any]:
-        """A fresh ticket for the caller's own live session (to connect again), bound as
-        :meth:`create`'s.
-
-        Returns:
-            ``{ticket, ticket_expires_at}``.
-
-        Raises:
-            NotFound: ``id`` is not the caller's current live session.
-        """
-        return await self._issue(who, await self._require(who, id_), sign_in)
-
-    async def end(self, who: Principal, id_: str) -> dict[str, Any]:
-        """End the caller's live session: its sockets close (within :data:`WATCH_EVERY`);
-        the session and its browser stay (close or delete them as any session).
-
-        Returns:
-            ``{id, key, ended: true}``.
-
-        Raises:
-            NotFound: ``id`` is not the caller's current live session.
-        """
-        live = await self._require(who, id_)
-        await self._svc._store.delete(_live_key(who.tenant, who.subject))
-        return {"id": live.id, "key": live.key, "ended": True}
-
-    async def redeem(self, ticket: object, id_: str) -> tuple[Principal, LiveSession, Grant]:
-        """Spend a ticket for the socket of live session ``id``: who it lets in, to which
-        live session, and what it was asked with (for :meth:`why_over`).
-
-        Raises:
-            Unauthorized: no such ticket (unknown, spent or expired), or one for another
-                live session, or that live session has ended.
-        """
-        if not isinstance(ticket, str) or not ticket:
-            raise Unauthorized('send {"ticket": …} from POST /v1/live-sessions first')
-        if not _TICKET.fullmatch(ticket):  # no store is asked about what was never issued
-            raise Unauthorized("unknown, spent or expired ticket")
-        store = self._svc._store
-        raw = await store.get(_ticket_key(ticket))
-        if raw is None or not await store.delete(_ticket_key(ticket)):
-            raise Unauthorized("unknown, spent or expired ticket")
-        data = json.loads(raw)
-        if data["expires_at"] <= self._svc._clock():
-            raise Unauthorized("unknown, spent or expired ticket")
-        grant = Grant(data.get("token", ""), data.get("sign_in", ""))
-        who = Principal(data["tenant"], data["subject"], data["role"], token=grant.token)
-        live = await self.current(who.tenant, who.subject)
-        if data["id"] != id_ or live is None or live.id != id_:
-            raise Unauthorized("the ticket is not for this live session, or it has ended")
-        if await self._lapsed(live, grant) is not None:
-            raise Unauthorized("the token or sign-in that asked for this ticket has ended")
-        return who, live, grant
-
-    async def _lapsed(self, live: LiveSession, grant: Grant) -> str | None:
-        """``signed_out`` or ``revoked`` when what let the socket in has ended, else None."""
-        if grant.sign_in and not await self._svc.admin.holds(grant.sign_in):
-            return "signed_out"
-        if grant.token and not await self._svc.auth.holds(grant.token, live.tenant):
-            return "revoked"
-        return None
-
-    async def why_over(self, live: LiveSession, grant: Grant | None = None) -> str | None:
-        """None while ``live`` is its owner's live session and ``grant`` (when given)
-        still stands; else ``ended``, ``replaced``, ``expired``, ``signed_out`` (the UI
-        sign-in that asked for the ticket ended) or ``revoked`` (its token was)."""
-        if grant is not None and (lapsed := await self._lapsed(live, grant)) is not None:
-            return lapsed
-        raw = await self._svc._store.get(_live_key(live.tenant, live.subject))
-        if raw is None:
-            return "expired" if live.expires_at <= self._svc._clock() else "ended"
-        now = LiveSession(**json.loads(raw))
-        if now.id != live.id:
-            return "replaced"
-        return "expired" if now.expires_at <= self._svc._clock() else None
+    async def why_over(self, live: LiveSession, grant: Grant | None = None) -> str | None: ...
 
 
 Send = Callable[[str], Awaitable[None]]
@@ -331,7 +104,7 @@ class Relay:
 
     def __init__(
         self,
-        service: Service,
+        port: RelayPort,
         who: Principal,
         live: LiveSession,
         browser: LiveBrowser,
@@ -341,7 +114,7 @@ class Relay:
         receive: Receive,
         grant: Grant | None = None,
     ) -> None:
-        self._svc = service
+        self._port = port
         self._who = who
         self._live = live
         self._grant = grant if grant is not None else Grant(who.token)
@@ -384,7 +157,7 @@ class Relay:
     async def run(self) -> None:
         """Pump until the client leaves or the live session is over."""
         try:
-            async with self._svc.session_held(self._who.tenant, self._live.key):
+            async with self._port.session_held(self._who.tenant, self._live.key):
                 await screencast.set_viewport(self._browser, *self._size)
         except SitekeepError:  # busy, say: the first frame of another size asks again
             pass
@@ -421,7 +194,7 @@ class Relay:
 
     def _captures(self) -> int:
         """Capture loops to run: the setting, else :data:`PIPELINE` for this browser."""
-        configured: int | None = self._svc.settings.live_captures
+        configured = self._port.captures
         self._loops = configured or PIPELINE.get(self._browser.ref.kind, 1)
         return self._loops
 
@@ -537,15 +310,15 @@ class Relay:
             await self._inputs.put(message)
 
     async def _inputs_worker(self) -> None:
-        svc = self._svc
+        port = self._port
         while True:
             batch = [await self._inputs.get()]
             while not self._inputs.empty():
                 batch.append(self._inputs.get_nowait())
             try:
                 # The lock every agent call takes: input never interleaves with one.
-                async with svc.session_held(self._who.tenant, self._live.key):
-                    typed = await svc.seam.secret_typed(self._who.tenant, self._live.key)
+                async with port.session_held(self._who.tenant, self._live.key):
+                    typed = await port.secret_typed(self._who.tenant, self._live.key)
                     for message in batch:
                         await self._apply(message, typed)
             except BrowserUnavailable:
@@ -570,7 +343,7 @@ class Relay:
             done = await screencast.apply(
                 self._browser,
                 message,
-                own_origins=self._svc.own_origins(),
+                own_origins=self._port.own_origins(),
                 secret_typed=secret_typed,
             )
         except (BidiError, BidiTimeout) as exc:
@@ -593,7 +366,7 @@ class Relay:
     async def _watcher(self) -> None:
         while True:
             await asyncio.sleep(WATCH_EVERY)
-            reason = await self._svc.live.why_over(self._live, self._grant)
+            reason = await self._port.why_over(self._live, self._grant)
             if reason is not None:
                 self._close({"type": "closed", "reason": reason})
                 return

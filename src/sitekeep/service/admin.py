@@ -1,85 +1,50 @@
 """The admin use cases (SPEC §11), grouped behind the service's one admin gate.
 
 What people see and steer: the tenant's sessions with the revisions of their two panes,
-each session's History (joined with secrets and snapshot counts) and Site data (the
-snapshot by host), Forget and Clear, the secrets catalogue, and the admin UI's sign-ins.
-Every method takes the caller's :class:`~sitekeep.model.Principal` and first passes
-:meth:`Service.require_admin <sitekeep.service.Service.require_admin>`; another tenant's
-session does not exist for it (``NotFound``).
+each session's History (joined with secrets and snapshot counts), Journal (the timeline)
+and Site data (the snapshot by host), Forget and Clear, and the run ledger. Every method
+takes the caller's :class:`~sitekeep.model.Principal` and first passes the one admin gate
+(``gates.require_admin``); another tenant's session does not exist for it (``NotFound``).
+The secrets and tokens are the catalogue's (``service.catalogue``), the UI's sign-ins
+``service.signins``'.
 
 Forget and Clear change the stored snapshot only — never the live browser (it keeps what
 it has; only the next browser opened comes back without it), never the history. Clear
 history never touches site data. Each write runs in the session's seam, so it never
-interleaves with a call that is saving or landing.
-
-A sign-in is the server-side session behind the admin UI's cookie: the cookie holds a
-random id, the store keeps only its SHA-256 with the principal and a CSRF token, and the
-admin token itself is never kept — only its id, so revoking the token ends the sign-ins
-made with it.
+interleaves with a call that is saving or landing; its mark goes into the session's
+journal through the seam's operation context.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import secrets
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection
+from dataclasses import replace
+from typing import Any
 
 from sitekeep import history as hist
 from sitekeep import panes, sitedata
-from sitekeep.auth import TokenInfo
 from sitekeep.errors import InvalidInput, NotFound
 from sitekeep.journal import JournalKey
 from sitekeep.model import Principal, SessionRecord, SiteData
-from sitekeep.secrets import SecretInfo
+from sitekeep.seam import Session
+from sitekeep.service.gates import require_admin
+from sitekeep.service.parts import Parts
+from sitekeep.stores.base import Run
 
-if TYPE_CHECKING:
-    from sitekeep.seam import Session
-    from sitekeep.service import Service
-
-__all__ = ["SIGN_IN_TTL", "Admin", "SignIn", "sign_in_ref"]
-
-SIGN_IN_TTL = 8 * 3600.0
-"""How long an admin UI sign-in lasts, in seconds from signing in."""
-
-_SIGN_IN_PREFIX = "admin-sign-in/"
-
-
-@dataclass(frozen=True, slots=True)
-class SignIn:
-    """An admin signed in to the UI.
-
-    Attributes:
-        principal: who signed in (an admin of one tenant).
-        csrf: the token every write from the UI must carry.
-        expires_at: seconds since the epoch.
-    """
-
-    principal: Principal
-    csrf: str
-    expires_at: float
-
-
-def sign_in_ref(sid: str) -> str:
-    """A sign-in's reference: the SHA-256 of its id, hex — what the store keys it by, so
-    what outlives a request (a live socket) can check the sign-in without its id."""
-    return hashlib.sha256(sid.encode()).hexdigest()
-
-
-def _sign_in_key(sid: str) -> str:
-    return _SIGN_IN_PREFIX + sign_in_ref(sid)
+__all__ = ["Admin"]
 
 
 class Admin:
-    """The admin use cases over one :class:`~sitekeep.service.Service`."""
+    """The admin use cases (SPEC §11), each behind the one admin gate."""
 
-    def __init__(self, service: Service) -> None:
-        self._svc = service
+    def __init__(self, parts: Parts) -> None:
+        self._parts = parts
+        self._seam = parts.seam
+        self._records = parts.seam.records
 
-    def _gate(self, who: Principal, what: str) -> Principal:
-        return self._svc.require_admin(who, what)
+    @staticmethod
+    def _gate(who: Principal, what: str) -> Principal:
+        return require_admin(who, what)
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -98,7 +63,8 @@ class Admin:
             Forbidden: a member's token.
         """
         self._gate(who, "the admin sessions list")
-        return [self._row(r, s) for r, s in await self._svc.records_with_snapshots(who.tenant)]
+        pairs = await self._records.of_tenant_with_snapshots(who.tenant)
+        return [self._row(r, s) for r, s in pairs]
 
     async def session(self, who: Principal, key: str) -> dict[str, Any]:
         """One session's row, as in :meth:`sessions`.
@@ -107,8 +73,8 @@ class Admin:
             Forbidden: a member's token. NotFound: no such session in the tenant.
         """
         self._gate(who, "an admin session row")
-        record = await self._svc._require(who, key)
-        return self._row(record, await self._svc._load_snapshot(record.tenant, record.key))
+        record = await self._records.require(who, key)
+        return self._row(record, await self._records.load_snapshot(record.tenant, record.key))
 
     @staticmethod
     def _row(record: SessionRecord, snapshot: SiteData | None) -> dict[str, Any]:
@@ -136,9 +102,9 @@ class Admin:
             Forbidden: a member's token. NotFound: no such session in the tenant.
         """
         self._gate(who, "a session's history")
-        record = await self._svc._require(who, key)
-        snapshot = await self._svc._load_snapshot(who.tenant, key)
-        catalogue = await self._svc.secrets.list(who.tenant)
+        record = await self._records.require(who, key)
+        snapshot = await self._records.load_snapshot(who.tenant, key)
+        catalogue = await self._parts.vault.list(who.tenant)
         return panes.history_pane(record.history, snapshot, catalogue)
 
     async def clear_history(self, who: Principal, key: str) -> dict[str, Any]:
@@ -152,21 +118,21 @@ class Admin:
             Forbidden: a member's token. NotFound: no such session in the tenant.
         """
         self._gate(who, "clearing a session's history")
-        svc = self._svc
+        records = self._records
 
         async def body(s: Session) -> dict[str, Any]:
             record = s.require()
             kept, gone = hist.clear(record.history)
             await s.mark("cleared", "clear_history", detail={"history": len(gone)})
             if gone:
-                await svc._put(replace(record, history=kept))
+                await records.put(replace(record, history=kept))
             return {
                 "key": key,
                 "gone": [e.origin for e in gone],
                 "kept": [e.origin for e in kept],
             }
 
-        return await svc.seam.call(who, key, body, inspect=False)
+        return await self._seam.call(who, key, body, inspect=False)
 
     # -- Journal --------------------------------------------------------------------------
 
@@ -192,8 +158,8 @@ class Admin:
         self._gate(who, "a session's journal")
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be from 1 to 1000", field="limit")
-        await self._svc._require(who, key)
-        rows, cursor = await self._svc.journal.timeline(
+        await self._records.require(who, key)
+        rows, cursor = await self._parts.journal.timeline(
             JournalKey(who.tenant, key), after=after, limit=limit
         )
         return {"key": key, "rows": rows, "next": cursor}
@@ -211,12 +177,12 @@ class Admin:
             Forbidden: a member's token. NotFound: no such session in the tenant.
         """
         self._gate(who, "a session's site data")
-        record = await self._svc._require(who, key)
-        snapshot = await self._svc._load_snapshot(who.tenant, key)
+        record = await self._records.require(who, key)
+        snapshot = await self._records.load_snapshot(who.tenant, key)
         pane = panes.site_data_pane(snapshot, record.history, expand, first=first)
         if not pane.expanded:
             return pane
-        masker = await self._svc.seam.masker(who.tenant, record, snapshot)
+        masker = await self._records.masker(who.tenant, record, snapshot)
         views = {site: masker.value(dict(view)) for site, view in pane.expanded.items()}
         return replace(pane, expanded=views)
 
@@ -236,11 +202,11 @@ class Admin:
             ``site``.
         """
         self._gate(who, "a session's site data")
-        record = await self._svc._require(who, key)
-        snapshot = await self._svc._load_snapshot(who.tenant, key)
+        record = await self._records.require(who, key)
+        snapshot = await self._records.load_snapshot(who.tenant, key)
         if snapshot is None:
             raise NotFound("site", site, field="site")
-        masker = await self._svc.seam.masker(who.tenant, record, snapshot)
+        masker = await self._records.masker(who.tenant, record, snapshot)
         return masker.value({"key": key, **sitedata.host_view(snapshot, site)})  # type: ignore[no-any-return]
 
     async def forget(self, who: Principal, key: str, site: str) -> dict[str, Any]:
@@ -256,19 +222,19 @@ class Admin:
             ``site``.
         """
         self._gate(who, "forgetting a host's site data")
-        svc = self._svc
+        records = self._records
         host = site.lower()
 
         async def body(s: Session) -> dict[str, Any]:
             record = s.require()
-            snapshot = await svc._load_snapshot(who.tenant, key)
+            snapshot = await records.load_snapshot(who.tenant, key)
             rows = {r.site: r for r in sitedata.host_rows(snapshot, ())} if snapshot else {}
             if snapshot is None or host not in rows:
                 raise NotFound("site", site, field="site")
             await s.mark("forgotten", "forget_site_data", detail={"site": host})
             left = sitedata.forget_host(snapshot, host)
-            await svc._put_snapshot(who.tenant, key, left)
-            await svc._put(record)  # the record and its snapshot keep one expiry
+            await records.put_snapshot(who.tenant, key, left)
+            await records.put(record)  # the record and its snapshot keep one expiry
             gone = rows[host]
             return {
                 "key": key,
@@ -277,7 +243,7 @@ class Admin:
                 "hosts": [r.site for r in sitedata.host_rows(left, record.history)],
             }
 
-        return await svc.seam.call(who, key, body, inspect=False)
+        return await self._seam.call(who, key, body, inspect=False)
 
     async def clear_site_data(self, who: Principal, key: str) -> dict[str, Any]:
         """Delete the session's snapshot: a browser opened next comes back signed out.
@@ -289,138 +255,65 @@ class Admin:
             Forbidden: a member's token. NotFound: no such session in the tenant.
         """
         self._gate(who, "clearing a session's site data")
-        svc = self._svc
+        records = self._records
 
         async def body(s: Session) -> dict[str, Any]:
             record = s.require()
-            snapshot = await svc._load_snapshot(who.tenant, key)
+            snapshot = await records.load_snapshot(who.tenant, key)
             hosts = (
                 [r.site for r in sitedata.host_rows(snapshot, record.history)] if snapshot else []
             )
             await s.mark("forgotten", "clear_site_data", detail={"hosts": len(hosts)})
-            await svc._store.delete(svc._snapshot_key(who.tenant, key))
+            await records.delete_snapshot(who.tenant, key)
             return {"key": key, "gone": hosts}
 
-        return await svc.seam.call(who, key, body, inspect=False)
+        return await self._seam.call(who, key, body, inspect=False)
 
-    # -- secrets --------------------------------------------------------------------------
+    # -- the run ledger (SPEC §13) -----------------------------------------------------
 
-    async def secrets(self, who: Principal) -> list[SecretInfo]:
-        """The tenant's secrets, sorted by name — never a value."""
-        self._gate(who, "managing secrets")
-        return await self._svc.secrets.list(who.tenant)
-
-    async def put_secret(
+    async def runs(
         self,
-        who: Principal,
-        name: str,
-        description: str,
-        hosts: Sequence[str],
-        values: Mapping[str, str],
-    ) -> SecretInfo:
-        """Create or replace a secret (SPEC §7): values are written, never shown again.
+        who: Principal | None,
+        *,
+        open_only: bool = True,
+        limit: int = 100,
+        addresses: bool = False,
+    ) -> list[dict[str, Any]]:
+        """The run ledger, newest first (SPEC §13): the caller's tenant (admin), or every
+        tenant for ``who=None`` (the operator's CLI).
 
-        Raises:
-            Forbidden: a member's token. InvalidInput: naming the field; nothing changed.
-        """
-        self._gate(who, "managing secrets")
-        return await self._svc.secrets.put(who.tenant, name, description, hosts, values)
-
-    async def delete_secret(self, who: Principal, name: str) -> None:
-        """Delete a secret.
-
-        Raises:
-            Forbidden: a member's token. NotFound: the tenant has none of that name.
-        """
-        self._gate(who, "managing secrets")
-        if not await self._svc.secrets.delete(who.tenant, name):
-            raise NotFound("secret", name, field="name")
-
-    # -- tokens ---------------------------------------------------------------------------
-
-    async def tokens(self, who: Principal) -> list[TokenInfo]:
-        """The tenant's tokens, oldest first — ids, never a token.
-
-        Raises:
-            Forbidden: a member's token.
-        """
-        self._gate(who, "managing tokens")
-        return await self._svc.list_tokens(who.tenant)
-
-    async def revoke_token(self, who: Principal, id_: str) -> TokenInfo:
-        """Revoke one of the tenant's tokens; the UI sign-ins made with it end.
-
-        Raises:
-            Forbidden: a member's token. InvalidInput: a malformed id (field ``id``).
-            NotFound: the tenant has no token of that id.
-        """
-        self._gate(who, "managing tokens")
-        return await self._svc.revoke_token(id_, tenant=who.tenant)
-
-    # -- sign-ins of the admin UI ---------------------------------------------------------
-
-    async def sign_in(self, who: Principal, token: str = "") -> tuple[str, SignIn]:
-        """A new sign-in for an admin: a fresh random id (never one a browser offered,
-        so a planted id cannot be fixed on a session) and a fresh CSRF token. ``token``
-        is the id of the token signed in with (:func:`sitekeep.auth.token_id`), kept so
-        that revoking it ends the sign-in.
+        Args:
+            addresses: add ``where: {endpoint, session_id}``, the driver's address and its
+                session id — for the operator only (``sitekeep runs``): the driver serves
+                every tenant's browsers, so no client ever gets them (SPEC §21).
 
         Returns:
-            ``(sid, sign_in)``: the id goes into the cookie; only its hash is stored.
+            ``[{id, tenant, session, browser, replica, opened_at, closed_at,
+            closed_reason, where?}]``.
 
         Raises:
-            Forbidden: a member's token.
+            Forbidden: a member's token. InvalidInput: ``limit`` outside 1–1000.
         """
-        self._gate(who, "the admin UI")
-        svc = self._svc
-        sid = secrets.token_urlsafe(32)
-        signed = SignIn(who, secrets.token_urlsafe(32), svc._clock() + SIGN_IN_TTL)
-        record = {
-            "tenant": who.tenant,
-            "subject": who.subject,
-            "role": who.role,
-            "csrf": signed.csrf,
-            "expires_at": signed.expires_at,
-            "token": token,
-        }
-        await svc._store.set(_sign_in_key(sid), json.dumps(record).encode(), ttl=SIGN_IN_TTL)
-        return sid, signed
+        if who is not None:
+            self._gate(who, "the run ledger")
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be from 1 to 1000", field="limit")
+        tenant = who.tenant if who is not None else None
+        runs = await self._parts.stores.runs.list(tenant, open_only=open_only, limit=limit)
+        return [_run_json(run, addresses) for run in runs]
 
-    async def signed_in(self, sid: str) -> SignIn | None:
-        """The live sign-in an id stands for, or None (unknown, expired or malformed)."""
-        if not sid or len(sid) > 256:
-            return None
-        return await self._signed_in_by(sign_in_ref(sid))
 
-    async def _signed_in_by(self, ref: str) -> SignIn | None:
-        raw = await self._svc._store.get(_SIGN_IN_PREFIX + ref)
-        if raw is None:
-            return None
-        data = json.loads(raw)
-        if data["expires_at"] <= self._svc._clock() or data["role"] != "admin":
-            return None
-        principal = Principal(data["tenant"], data["subject"], "admin", token=data.get("token", ""))
-        return SignIn(principal, data["csrf"], data["expires_at"])
-
-    async def holds(self, ref: str) -> bool:
-        """Whether the sign-in of this reference (:func:`sign_in_ref`) is still live: not
-        signed out, not ended by revoking its token, not expired. Sign-ins live in the
-        session store, so every replica sees the change at once."""
-        return await self._signed_in_by(ref) is not None
-
-    async def sign_out(self, sid: str) -> None:
-        """End a sign-in (a no-op for an unknown id)."""
-        if sid and len(sid) <= 256:
-            await self._svc._store.delete(_sign_in_key(sid))
-
-    async def end_sign_ins(self, token: str) -> int:
-        """End every sign-in made with the token of this id; how many ended."""
-        store = self._svc._store
-        ended = []
-        for key in await store.keys(_SIGN_IN_PREFIX):
-            raw = await store.get(key)
-            if raw is not None and json.loads(raw).get("token") == token:
-                ended.append(key)
-        if ended:
-            await store.delete(*ended)
-        return len(ended)
+def _run_json(run: Run, addresses: bool) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "id": run.id,
+        "tenant": run.tenant,
+        "session": run.session,
+        "browser": run.browser,
+        "replica": run.replica,
+        "opened_at": run.opened_at,
+        "closed_at": run.closed_at,
+        "closed_reason": run.closed_reason,
+    }
+    if addresses:
+        row["where"] = {"endpoint": run.endpoint, "session_id": run.webdriver_session}
+    return row

@@ -1,4 +1,4 @@
-"""Key rotation: every sealed blob moved to the newest key (SPEC §12; ``sitekeep keys rotate``).
+"""The master key ring: every sealed blob moved to the newest key (SPEC §12; ``sitekeep keys``).
 
 A blob is sealed for ``(tenant, kind, id)`` (:mod:`sitekeep.stores.cipher`): resealing
 opens it for exactly that record and seals it again under the newest key for the same
@@ -27,20 +27,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import ValidationError
 
 from sitekeep.errors import SessionBusy, StoreUnavailable
 from sitekeep.model import RECORD_JSON
 from sitekeep.seam import mask_envelope, with_envelope
+from sitekeep.service.parts import Parts
 from sitekeep.stores.base import Versioned
-from sitekeep.stores.cipher import Cipher
+from sitekeep.stores.cipher import Cipher, KeyRing
 
-if TYPE_CHECKING:
-    from sitekeep.service import Service
-
-__all__ = ["KINDS", "Blob", "Outcome", "RotationReport", "blobs", "key_use", "reseal_all"]
+__all__ = ["KINDS", "Blob", "Keys", "Outcome", "RotationReport"]
 
 log = logging.getLogger(__name__)
 
@@ -83,11 +81,11 @@ class RotationReport:
         )
 
 
-async def blobs(service: Service) -> list[Blob]:
+async def blobs(parts: Parts) -> list[Blob]:
     """Every sealed blob of every tenant: secrets, profiles, snapshots, then masks."""
-    stores = service.stores
+    stores = parts.stores
     found = [Blob("secret", r.tenant, r.name) for r in await stores.secrets.every()]
-    found += [Blob("profile", r.tenant, r.id) for r in await service.profiles.sealed_rows()]
+    found += [Blob("profile", r.tenant, r.id) for r in await parts.profiles.sealed_rows()]
     for key in await stores.sessions.keys(_SNAPSHOTS):
         found.append(Blob("site-data", *_tenant_key(key, _SNAPSHOTS)))
     records = await stores.sessions.keys(_RECORDS)
@@ -116,9 +114,9 @@ def _with_mask(record: bytes, envelope: bytes) -> bytes:
     return RECORD_JSON.dump_json(with_envelope(RECORD_JSON.validate_json(record), envelope))
 
 
-async def _sealed(service: Service, blob: Blob) -> bytes | None:
+async def _sealed(parts: Parts, blob: Blob) -> bytes | None:
     """The blob's envelope as stored now, or None when it is gone."""
-    stores = service.stores
+    stores = parts.stores
     if blob.kind == "secret":
         row = await stores.secrets.get(blob.tenant, blob.ident)
         return row.sealed if row else None
@@ -131,11 +129,11 @@ async def _sealed(service: Service, blob: Blob) -> bytes | None:
     return await stores.sessions.get(f"{_SNAPSHOTS}{blob.tenant}/{blob.ident}")
 
 
-async def key_use(service: Service) -> dict[str, int]:
+async def key_use(parts: Parts) -> dict[str, int]:
     """How many blobs each key id seals now (a key absent here may be retired)."""
     use: dict[str, int] = {}
-    for blob in await blobs(service):
-        sealed = await _sealed(service, blob)
+    for blob in await blobs(parts):
+        sealed = await _sealed(parts, blob)
         if sealed is not None:
             kid = Cipher.sealed_with(sealed)
             use[kid] = use.get(kid, 0) + 1
@@ -153,11 +151,11 @@ def _resealed(cipher: Cipher, old: bytes, blob: Blob) -> bytes | None:
         raise _Unreadable(exc.message) from exc
 
 
-async def _reseal_row(service: Service, cipher: Cipher, blob: Blob) -> Outcome:
-    stores = service.stores
+async def _reseal_row(parts: Parts, cipher: Cipher, blob: Blob) -> Outcome:
+    stores = parts.stores
     swap = stores.secrets.swap_sealed if blob.kind == "secret" else stores.profiles.swap_sealed
     for _ in range(_ATTEMPTS):
-        old = await _sealed(service, blob)
+        old = await _sealed(parts, blob)
         if old is None:
             return "gone"
         new = _resealed(cipher, old, blob)
@@ -168,15 +166,15 @@ async def _reseal_row(service: Service, cipher: Cipher, blob: Blob) -> Outcome:
     return "busy"  # rewritten under our feet every time: the next pass takes it
 
 
-async def _reseal_in_session(service: Service, cipher: Cipher, blob: Blob) -> Outcome:
+async def _reseal_in_session(parts: Parts, cipher: Cipher, blob: Blob) -> Outcome:
     """A snapshot, or the mask in a record: resealed under the session's lock, written
     over the revision read; the record's and the snapshot's expiry move together."""
-    store = service.stores.sessions
+    store = parts.stores.sessions
     where = f"{blob.tenant}/{blob.ident}"
     record, snapshot = f"{_RECORDS}{where}", f"{_SNAPSHOTS}{where}"
     key, other = (record, snapshot) if blob.kind == "mask" else (snapshot, record)
-    ttl = service.settings.session_ttl
-    async with service.session_held(blob.tenant, blob.ident):
+    ttl = parts.settings.session_ttl
+    async with parts.seam.records.held(blob.tenant, blob.ident):
         for _ in range(_ATTEMPTS):
             found = await store.read(key)
             old = _envelope(blob, found)
@@ -198,14 +196,14 @@ def _envelope(blob: Blob, found: Versioned | None) -> bytes | None:
     return _mask_of(found.value) if blob.kind == "mask" else found.value
 
 
-async def reseal_one(service: Service, cipher: Cipher, blob: Blob) -> Outcome:
+async def reseal_one(parts: Parts, cipher: Cipher, blob: Blob) -> Outcome:
     """Move one blob to the newest key; what happened to it (never raises for one blob:
     a blob that does not open for its record is ``unreadable``, a session held by a long
     call ``busy`` — both left as they are for a later pass)."""
     try:
         if blob.kind in ("site-data", "mask"):
-            return await _reseal_in_session(service, cipher, blob)
-        return await _reseal_row(service, cipher, blob)
+            return await _reseal_in_session(parts, cipher, blob)
+        return await _reseal_row(parts, cipher, blob)
     except SessionBusy:
         return "busy"
     except _Unreadable as exc:
@@ -214,7 +212,7 @@ async def reseal_one(service: Service, cipher: Cipher, blob: Blob) -> Outcome:
 
 
 async def reseal_all(
-    service: Service, cipher: Cipher, advance: Callable[[Blob, Outcome], None] | None = None
+    parts: Parts, cipher: Cipher, advance: Callable[[Blob, Outcome], None] | None = None
 ) -> RotationReport:
     """One pass over every blob (:func:`blobs`), each moved to ``cipher``'s newest key.
 
@@ -225,9 +223,35 @@ async def reseal_all(
         StoreUnavailable: a store cannot be reached (the blobs done so far stay done).
     """
     report = RotationReport(cipher.current_key_id)
-    for blob in await blobs(service):
-        outcome = await reseal_one(service, cipher, blob)
+    for blob in await blobs(parts):
+        outcome = await reseal_one(parts, cipher, blob)
         report.add(blob, outcome)
         if advance is not None:
             advance(blob, outcome)
     return report
+
+
+class Keys:
+    """The master key ring's use cases (``sitekeep keys rotate|status``)."""
+
+    def __init__(self, parts: Parts) -> None:
+        self._parts = parts
+
+    @property
+    def ring(self) -> KeyRing:
+        """The key ring every blob is sealed with (it follows the key file)."""
+        return self._parts.cipher.ring
+
+    async def blobs(self) -> list[Blob]:
+        """Every sealed blob of every tenant (:func:`blobs`)."""
+        return await blobs(self._parts)
+
+    async def reseal_all(
+        self, advance: Callable[[Blob, Outcome], None] | None = None
+    ) -> RotationReport:
+        """One pass moving every blob to the newest key (:func:`reseal_all`)."""
+        return await reseal_all(self._parts, self._parts.cipher, advance)
+
+    async def key_use(self) -> dict[str, int]:
+        """How many blobs each key id seals now (:func:`key_use`)."""
+        return await key_use(self._parts)
