@@ -342,6 +342,15 @@ async def works(t: Tenancy, handover: dict[str, Any]) -> bool:
     return False
 
 
+async def freed(svc: Any, subject: str, key: str) -> None:
+    """Every relayed socket of the session has given its slot back (bounded by WAIT)."""
+    slots = svc.handovers._sockets._held
+    deadline = asyncio.get_running_loop().time() + WAIT
+    while any(k == key for (_, k) in slots):
+        assert asyncio.get_running_loop().time() < deadline, f"{subject}'s sockets stay held"
+        await asyncio.sleep(0.05)
+
+
 async def closes(held: Held) -> str:
     """The socket closes (after an error message naming why): that message."""
     last = ""
@@ -376,6 +385,9 @@ async def test_a_handover_ends_with_its_ttl_its_token_and_its_browser(
     assert "BiDi sockets of this session" in await closes(one_more)
     for each in sockets:
         await each.ws.close()
+    # A closed socket's slot is given back once its relay has ended, which lags the
+    # client's close handshake: wait for that rather than race it.
+    await freed(svc, "alice", "a1")
     # The TTL passes (a controllable clock): the classic endpoint and an open socket end.
     timed = await hold(t, t.tokens["alice"], "a1")
     now = svc.handovers._clock()
