@@ -1,7 +1,7 @@
 """The admin UI's routes: server-rendered pages and the htmx partials they swap in.
 
 Every page but sign-in needs a sign-in (the ``sitekeep_admin`` cookie, :mod:`.guard`);
-every write also passes :func:`~sitekeep.ui.guard.check_write`. Handlers call
+every write also passes :func:`~sitekeep.api.ui.guard.check_write`. Handlers call
 ``service.admin`` — the same use cases as the admin API — and render templates
 (``ui/templates``, autoescaped: a hostile page's URL, storage key or cookie name shows as
 text). Errors become pages, or plain text for htmx requests.
@@ -33,21 +33,15 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from sitekeep import panes
 from sitekeep.api.deps import Svc
-from sitekeep.args import SecretBody, SessionChoice, unchecked
-from sitekeep.errors import InvalidInput, NotFound
-from sitekeep.model import Principal
-from sitekeep.service import Service
-from sitekeep.service.signins import SignIn
-from sitekeep.ui.guard import (
+from sitekeep.api.ui.guard import (
     check_origin,
     clear_sign_in_cookie,
     read_form,
     set_sign_in_cookie,
     sign_in_ids,
 )
-from sitekeep.ui.render import (
+from sitekeep.api.ui.render import (
     Signed,
     UiRoute,
     Writer,
@@ -60,6 +54,11 @@ from sitekeep.ui.render import (
     sign_in_of,
     static_file,
 )
+from sitekeep.args import SecretBody, SessionChoice, unchecked
+from sitekeep.errors import InvalidInput, NotFound
+from sitekeep.model import Principal
+from sitekeep.service import Service, panes
+from sitekeep.service.signins import SignIn
 
 __all__ = ["SESSION_TABS", "router"]
 

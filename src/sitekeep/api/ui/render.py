@@ -26,14 +26,13 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from sitekeep import panes
 from sitekeep.api.deps import Svc
 from sitekeep.api.errors import status_of
+from sitekeep.api.ui.guard import check_csrf, check_origin, read_form, sign_in_ids
 from sitekeep.errors import NotFound, SitekeepError
-from sitekeep.service import Service
+from sitekeep.service import Service, panes
 from sitekeep.service.live import LiveSession
 from sitekeep.service.signins import SignIn, sign_in_ref
-from sitekeep.ui.guard import check_csrf, check_origin, read_form, sign_in_ids
 
 __all__ = [
     "NAV",
@@ -67,7 +66,7 @@ _HEADINGS = {401: "Sign in again", 403: "Not allowed", 404: "Not found"}
 @cache
 def _env() -> Environment:
     env = Environment(
-        loader=PackageLoader("sitekeep.ui", "templates"),
+        loader=PackageLoader("sitekeep.api.ui", "templates"),
         autoescape=True,
         undefined=StrictUndefined,
         trim_blocks=True,
@@ -101,7 +100,7 @@ def _cookie_flags(cookie: Mapping[str, Any]) -> str:
 @cache
 def static_file(name: str) -> bytes:
     """One of the UI's own scripts or styles (``ui/static``), shipped in the package."""
-    return (resources.files("sitekeep.ui") / "static" / name).read_bytes()
+    return (resources.files("sitekeep.api.ui") / "static" / name).read_bytes()
 
 
 def _static_url(name: str) -> str:

@@ -35,6 +35,18 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 
 from sitekeep.api.deps import Svc
+from sitekeep.api.ui.render import (
+    Signed,
+    UiRoute,
+    Writer,
+    form_page,
+    kept,
+    now,
+    own_live,
+    render,
+    see_other,
+    sign_in_of,
+)
 from sitekeep.args import (
     CaptureBody,
     CreateBody,
@@ -47,18 +59,6 @@ from sitekeep.errors import InvalidInput
 from sitekeep.model import Principal
 from sitekeep.service import Service
 from sitekeep.service.signins import SignIn
-from sitekeep.ui.render import (
-    Signed,
-    UiRoute,
-    Writer,
-    form_page,
-    kept,
-    now,
-    own_live,
-    render,
-    see_other,
-    sign_in_of,
-)
 
 __all__ = ["expiry_chip", "router"]
 
