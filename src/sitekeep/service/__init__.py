@@ -21,6 +21,12 @@ Rooms, each a module taking the service's :class:`~sitekeep.service.parts.Parts`
     reaper      warm-up, the reaper, sitekeep stop, /metrics                SPEC §2, §13
     keys        the master key ring, rotation                               SPEC §12
 
+``wiring`` wires them into :class:`Service`; ``parts`` is what they share, ``gates`` the
+admin gate and who may take values out, ``panes`` the admin panes' views. Three rooms serve
+the CLI without an open service, loading no more of the house than they use: ``doctor``
+(the installation's health), ``journal`` (the journal read from a shell, SPEC §8) and
+``files`` (the file side of import and export, SPEC §15).
+
 Results are plain JSON-able dicts in the shapes of SPEC §5; none holds a value except the
 owner's per-host view (``Views.site_data_host``).
 """

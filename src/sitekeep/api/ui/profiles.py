@@ -41,7 +41,9 @@ from sitekeep.api.ui.render import (
     Writer,
     form_page,
     kept,
+    live_view,
     now,
+    open_live,
     own_live,
     render,
     see_other,
@@ -175,30 +177,28 @@ async def new_profile(request: Request, signed: Writer, svc: Svc) -> Response:
     if not typed["name"]:
         return await _new_page(signed, svc, 400, error="Name the profile.", form=typed)
     try:
-        choice = unchecked(
-            SessionChoice,
+        live_id = await open_live(
+            request,
+            signed,
+            svc,
             key=_wizard_key(),
-            browser=typed["browser"] or None,
-            country=typed["country"] or None,
+            browser=typed["browser"],
+            country=typed["country"],
         )
-        live = await svc.live.create(signed.principal, choice, sign_in=sign_in_of(request))
     except InvalidInput as exc:
         return await _new_page(signed, svc, 400, error=exc.message, form=typed)
     query = f"name={quote(typed['name'])}&country={quote(typed['country'])}"
-    return see_other(f"/admin/ui/wizard/{live['id']}?{query}")
+    return see_other(f"/admin/ui/wizard/{live_id}?{query}")
 
 
 @router.get("/admin/ui/wizard/{live_id}")
 async def wizard_page(request: Request, live_id: str, signed: Signed, svc: Svc) -> HTMLResponse:
-    live = await own_live(signed, svc, live_id)
     query = request.query_params
     return render(
         "wizard.html",
         signed=signed,
         section="profiles",
-        live=live.as_json(),
-        url=(await svc.views.record(signed.principal, live.key)).url or "",
-        title="",
+        **await live_view(signed, svc, live_id),
         profile_name=query.get("name", ""),
         country=query.get("country", ""),
         profile=query.get("profile", ""),

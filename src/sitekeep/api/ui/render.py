@@ -29,6 +29,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from sitekeep.api.deps import Svc
 from sitekeep.api.errors import status_of
 from sitekeep.api.ui.guard import check_csrf, check_origin, read_form, sign_in_ids
+from sitekeep.args import SessionChoice, unchecked
 from sitekeep.errors import NotFound, SitekeepError
 from sitekeep.service import Service, panes
 from sitekeep.service.live import LiveSession
@@ -74,17 +75,13 @@ def _env() -> Environment:
     )
     env.globals.update(
         ago=panes.ago,
-        plural=_plural,
+        plural=panes.plural,
         static=_static_url,
         cookie_flags=_cookie_flags,
         when=_when,
         nav=NAV,
     )
     return env
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _when(expiry: float) -> str:
@@ -237,3 +234,28 @@ async def own_live(signed: SignIn, svc: Service, id_: str) -> LiveSession:
     if live is None or live.id != id_:
         raise NotFound("live session", id_, field="id")
     return live
+
+
+async def open_live(request: Request, signed: SignIn, svc: Service, **choice: str) -> str:
+    """Open (or return to) the signed-in admin's live browser on the session ``choice``
+    names (:class:`~sitekeep.args.SessionChoice`'s fields as a form typed them: an empty
+    one is left unsaid), bound to this sign-in; its id.
+
+    Raises:
+        InvalidInput: a field the choice refuses, named.
+    """
+    picked = unchecked(SessionChoice, **{field: v or None for field, v in choice.items()})
+    live = await svc.live.create(signed.principal, picked, sign_in=sign_in_of(request))
+    return str(live["id"])
+
+
+async def live_view(signed: SignIn, svc: Service, id_: str) -> dict[str, Any]:
+    """What a page around the admin's live browser ``id_`` shows: the live session, and
+    the URL its browser is on (``title`` is filled in by the page's socket).
+
+    Raises:
+        NotFound: field ``id``; another's live session, or one that ended.
+    """
+    live = await own_live(signed, svc, id_)
+    record = await svc.views.record(signed.principal, live.key)
+    return {"live": live.as_json(), "url": record.url or "", "title": ""}
