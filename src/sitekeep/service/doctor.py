@@ -3,7 +3,9 @@ db upgrade`` (SPEC §13). Nothing here needs an open :class:`~sitekeep.service.S
 each check reads what the settings name and changes nothing, but :func:`upgrade_stores`,
 which does what every start does.
 
-Each check answers a :data:`Health`: whether it passed, and one line for a person.
+Each check answers a :data:`Health`: whether it passed, and one line for a person. The
+driver (Selenium) and the stores' clients are imported by the checks that use them, so
+``sitekeep db upgrade`` loads neither.
 """
 
 from __future__ import annotations
@@ -15,12 +17,10 @@ from pathlib import Path
 
 import anyio
 
-from sitekeep.browser.driver import child_environ, find_geckodriver
 from sitekeep.config import Settings
 from sitekeep.errors import SitekeepError
 from sitekeep.stores import upgrade_stores as _upgrade_stores
 from sitekeep.stores.cipher import key_id, load_or_create_key
-from sitekeep.stores.health import database_health, session_store_health
 
 __all__ = [
     "Binary",
@@ -57,6 +57,8 @@ class Binary:
 def binaries(settings: Settings) -> tuple[Binary, ...]:
     """The browsers and drivers: Firefox's are optional, and so is chromedriver when
     browsers run on a remote WebDriver endpoint (``SITEKEEP_WEBDRIVER_URL``)."""
+    from sitekeep.browser.driver import find_geckodriver  # Selenium: not for ``db upgrade``
+
     return (
         Binary("chromium", settings.chromium, "apt-get install chromium", False),
         Binary(
@@ -78,6 +80,8 @@ def binaries(settings: Settings) -> tuple[Binary, ...]:
 
 
 def _version(binary: str) -> str:
+    from sitekeep.browser.driver import child_environ
+
     try:
         out = subprocess.run(
             [binary, "--version"],
@@ -120,6 +124,8 @@ def data_dir_health(data_dir: Path) -> Health:
 async def store_health(settings: Settings) -> tuple[Health, Health]:
     """Whether the database and the session store can be reached and read, each with a
     line for a person — changing nothing."""
+    from sitekeep.stores.health import database_health, session_store_health
+
     database = await anyio.to_thread.run_sync(database_health, settings.database)
     return database, await session_store_health(settings.session_store_url)
 
