@@ -56,6 +56,7 @@ check: $(TEST_STAMP)
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 bench: $(TEST_STAMP)
 	$(BIN)/python bench/save_restore.py

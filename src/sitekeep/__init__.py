@@ -8,10 +8,10 @@ API's Python client, ``sitekeep.client``); ``restore_into``, ``save_from``,
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from sitekeep.lazy import lazy_names
+from sitekeep.version import __version__
 
 __all__ = [
     "AsyncClient",
@@ -36,15 +36,4 @@ if TYPE_CHECKING:
     from sitekeep.attach import dump_snapshot, load_snapshot, restore_into, save_from
     from sitekeep.client import AsyncClient, Client
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'sitekeep' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())

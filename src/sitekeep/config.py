@@ -78,7 +78,7 @@ class Settings(BaseSettings):
     """Extra Firefox preferences, JSON: ``{"network.dns.forceResolve": "127.0.0.1"}``."""
     browser: Literal["chromium", "firefox"] = "chromium"
     log_format: Literal["text", "json"] = "text"
-    """``json``: one JSON object a line (``sitekeep.logs``); never a value in either."""
+    """``json``: one JSON object a line (``sitekeep.cli.logs``); never a value in either."""
     """The browser a new session gets when open_session names none."""
     bidi_timeout: float = Field(default=5.0, gt=0)
     navigation_timeout: float = Field(default=30.0, gt=0)

@@ -27,8 +27,8 @@ from .test_admin_http import HISTORY, SNAPSHOT, seed
 pytestmark = pytest.mark.anyio
 
 OWN = "http://sitekeep.test"
-STATIC = resources.files("sitekeep.ui") / "static"
-TEMPLATES = resources.files("sitekeep.ui") / "templates"
+STATIC = resources.files("sitekeep.api.ui") / "static"
+TEMPLATES = resources.files("sitekeep.api.ui") / "templates"
 
 
 @dataclass

@@ -16,7 +16,7 @@ from pydantic import SecretStr
 
 from fixtures.sites import Sites
 from sitekeep import __version__
-from sitekeep.logs import configure_logging
+from sitekeep.cli.logs import configure_logging
 from support import Api, ApiFactory
 
 SIGNED_IN = "App — signed in as alice"

@@ -8,11 +8,11 @@ import subprocess
 import sys
 
 import sitekeep.api
-import sitekeep.ui
+import sitekeep.api.ui
 
 INCLUDED = sorted(
     module.name
-    for package in (sitekeep.api, sitekeep.ui)
+    for package in (sitekeep.api, sitekeep.api.ui)
     for module in pkgutil.iter_modules(package.__path__, f"{package.__name__}.")
     if module.name != "sitekeep.api.app"
 )

@@ -25,7 +25,7 @@ from sitekeep.browser.handover_classic import (
     route,
 )
 from sitekeep.browser.scrub import HIDDEN, Scrubber
-from sitekeep.logs import GrantMask
+from sitekeep.cli.logs import GrantMask
 from sitekeep.model import BrowserRef
 
 SID = "3f2a9c0d8e7b6a5f4e3d2c1b0a998877"

@@ -1,4 +1,4 @@
-"""``sitekeep.panes``: the History and Site data panes of SPEC §11, their revisions, and
+"""``sitekeep.service.panes``: the History and Site data panes of SPEC §11, their revisions, and
 ``history.clear`` — pure, no store, no browser."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from dataclasses import replace
 
 from sitekeep import history as hist
 from sitekeep.model import Cookie, HistoryEntry, OriginStorage, SessionStorage, SiteData
-from sitekeep.panes import (
+from sitekeep.secrets import SecretInfo
+from sitekeep.service.panes import (
     Counts,
     ago,
     history_pane,
@@ -16,7 +17,6 @@ from sitekeep.panes import (
     site_data_pane,
     site_data_rev,
 )
-from sitekeep.secrets import SecretInfo
 from sitekeep.sitedata import forget_host
 
 NOW = 1_700_000_000.0

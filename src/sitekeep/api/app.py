@@ -18,17 +18,17 @@ import anyio
 from fastapi import FastAPI
 from mcp.server.mcpserver import MCPServer
 
-from sitekeep import __version__
 from sitekeep.api import admin, live, ops, profiles, proxies, secrets, sessions, webdriver
 from sitekeep.api.body import BodyGuard
 from sitekeep.api.deps import get_admin, get_principal
 from sitekeep.api.errors import install_error_handlers
 from sitekeep.api.mcp import mcp_route, principal_from_request
 from sitekeep.api.openapi import install_openapi
+from sitekeep.api.ui import install as install_admin_ui
 from sitekeep.config import Settings
 from sitekeep.mcp import build_server
 from sitekeep.service import Service
-from sitekeep.ui import install as install_admin_ui
+from sitekeep.version import __version__
 
 __all__ = ["create_app"]
 

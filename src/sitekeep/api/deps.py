@@ -1,7 +1,7 @@
 """The HTTP API's request dependencies (FastAPI's "Bigger Applications" layout): the
 service, who calls, the admin gate, and the bounded path parameters the routers share.
 
-Every router (``api/*.py``) and the admin UI (``sitekeep.ui``) import them from here;
+Every router (``api/*.py``) and the admin UI (``sitekeep.api.ui``) import them from here;
 :mod:`sitekeep.api.app` imports the routers, and nothing imports it back.
 """
 

@@ -11,7 +11,7 @@ Routes::
                                            (binary JPEG), JSON messages both ways
 
 An upgrade whose ``Origin`` is another site's (the admin UI's rule,
-:func:`sitekeep.ui.guard.check_origin`: a page elsewhere cannot drive or watch the
+:func:`sitekeep.api.ui.guard.check_origin`: a page elsewhere cannot drive or watch the
 browser with a ticket it got hold of) is refused with HTTP 403; a client that sends no
 ``Origin`` (an agent's WebSocket library) is let through to the ticket check.
 A socket refused (no ticket within 10 s, unknown/spent ticket, another live session's, or
@@ -30,11 +30,11 @@ import anyio
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from sitekeep.api.deps import Ident, Svc, Who
+from sitekeep.api.ui.guard import check_origin
 from sitekeep.args import SessionChoice
 from sitekeep.errors import Forbidden, NotFound, SitekeepError, Unauthorized, error_json, quoted
 from sitekeep.service import Service
 from sitekeep.service.relay import Relay
-from sitekeep.ui.guard import check_origin
 
 __all__ = ["router", "serve_socket"]
 

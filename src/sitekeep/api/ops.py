@@ -11,8 +11,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse, Response
 
-from sitekeep import __version__
 from sitekeep.api.deps import JSON, Svc
+from sitekeep.version import __version__
 
 __all__ = ["router"]
 

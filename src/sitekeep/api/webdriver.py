@@ -21,10 +21,10 @@ from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 
 from sitekeep.api.deps import Svc
+from sitekeep.api.ui.guard import check_origin
 from sitekeep.errors import BrowserUnavailable, CapacityExceeded, Forbidden
 from sitekeep.service import Service
 from sitekeep.service.handover import BidiRefusal, Ended, Refusal
-from sitekeep.ui.guard import check_origin
 
 __all__ = ["router"]
 

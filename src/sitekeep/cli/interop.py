@@ -11,9 +11,7 @@ admin. The file side is as careful as ever; the receipt names the profile.
 
 from __future__ import annotations
 
-import json
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -24,9 +22,9 @@ from sitekeep.cli.support import Actor, Member, acting, with_service
 from sitekeep.errors import SitekeepError
 
 if TYPE_CHECKING:
-    from sitekeep.interop import Format
     from sitekeep.model import Principal, SiteData
     from sitekeep.service import Service
+    from sitekeep.service.files import Format
 
 __all__ = ["FORMATS", "export_command", "import_command"]
 
@@ -114,7 +112,7 @@ def _convert(
     receipt: Path | None,
     strict: bool,
 ) -> None:
-    from sitekeep.interop.files import convert_file
+    from sitekeep.service.files import convert_file
 
     to = _format(fmt, output, "--format")
     receipt_path = receipt or Path(f"{output}.receipt.json")
@@ -190,86 +188,44 @@ def _end(
     )
 
 
-def _publish_receipt(path: Path, done: dict[str, Any]) -> None:
-    from sitekeep.interop.files import publish
-
-    try:
-        publish(path, (json.dumps(done, indent=2, ensure_ascii=False) + "\n").encode())
-    except SitekeepError as exc:
-        raise _fail(exc) from exc
-
-
-def _check_free(path: Path) -> None:
-    from sitekeep.errors import Conflict
-
-    if path.exists() or path.is_symlink():
-        raise _fail(Conflict(f"{path} exists: a conversion never overwrites"))
-
-
 def _into(
     source_path: Path, end: _End, source_fmt: str | None, strict: bool, receipt_path: Path | None
 ) -> None:
     """``import --from FILE --profile ID|--session KEY``: the file read carefully, the
     profile's site data or the session's snapshot replaced."""
-    from sitekeep.interop import Report, detect_format
-    from sitekeep.interop.files import check_unchanged, decode_text, read_source, receipt
+    from sitekeep.service import files
 
     receipt_path = Path(os.path.abspath(receipt_path or f"{source_path}.{end.ident}.receipt.json"))
-    _check_free(receipt_path)
     try:
-        source = read_source(source_path)
-        remarks = Report()
-        text = decode_text(source, remarks)
-        check_unchanged(source)
+        incoming = files.read_import(source_path, receipt_path)
     except SitekeepError as exc:
         raise _fail(exc) from exc
     fmt = _source_format(source_fmt)
-    done_import = with_service(lambda svc: end.write(svc, text, fmt, strict))
-    done = receipt(
-        "import",
-        source={
-            "path": str(source.path),
-            "bytes": source.size,
-            "sha256": source.sha256,
-            "format": fmt or detect_format(text),
-        },
-        output={end.kind: end.ident},
-        report=Report(),
-        now=time.time(),
-    )
-    done.update(done_import["report"])
-    done["remarks"] = [*remarks.remarks, *done["remarks"]]
-    _publish_receipt(receipt_path, done)
+    done_import = with_service(lambda svc: end.write(svc, incoming.text, fmt, strict))
+    output: dict[str, str] = {end.kind: end.ident}
+    try:
+        done = files.finish_import(incoming, fmt, output, done_import["report"], receipt_path)
+    except SitekeepError as exc:
+        raise _fail(exc) from exc
     _summary(done, receipt_path)
 
 
 def _out_of(end: _End, output: Path, fmt: str | None, receipt_path: Path | None) -> None:
     """``export --profile ID|--session KEY --to FILE``."""
-    from sitekeep.interop import export_site_data
-    from sitekeep.interop.files import publish, receipt
+    from sitekeep.service import files
 
     to = _format(fmt, output, "--format")
     output = Path(os.path.abspath(output))
     receipt_path = Path(os.path.abspath(receipt_path or f"{output}.receipt.json"))
-    _check_free(receipt_path)
-    exported = export_site_data(with_service(end.read), to)
     try:
-        published = publish(output, exported.data)
+        files.check_free(receipt_path)
     except SitekeepError as exc:
         raise _fail(exc) from exc
-    done = receipt(
-        "export",
-        source={end.kind: end.ident},
-        output={
-            "path": str(published.path),
-            "bytes": published.size,
-            "sha256": published.sha256,
-            "format": to,
-        },
-        report=exported.report,
-        now=time.time(),
-    )
-    _publish_receipt(receipt_path, done)
+    site_data = with_service(end.read)
+    try:
+        done = files.export_to(site_data, output, to, {end.kind: end.ident}, receipt_path)
+    except SitekeepError as exc:
+        raise _fail(exc) from exc
     _summary(done, receipt_path)
 
 

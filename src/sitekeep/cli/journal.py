@@ -11,7 +11,8 @@ reported but is no problem: it is an append that never returned.
 Each command runs in one event loop, the journal closed in it: the Redis backend's
 connections belong to the loop that opened them.
 
-The journal package is imported inside the commands, so ``sitekeep --help`` stays fast.
+The reader (:mod:`sitekeep.service.journal`) is imported inside the commands, so
+``sitekeep --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import typer
 from sitekeep.cli.support import command_group, console, err
 
 if TYPE_CHECKING:
-    from sitekeep.journal import Journal, JournalKey, Replayed
+    from sitekeep.service.journal import Advance, JournalReader, Stream
 
 __all__ = ["journal_app"]
 
@@ -45,49 +46,45 @@ FileOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
 
-def _journal() -> Journal:
+def _journal() -> JournalReader:
     from pydantic import ValidationError
 
     from sitekeep.config import Settings
     from sitekeep.errors import SitekeepError
-    from sitekeep.journal import open_journal
+    from sitekeep.service.journal import JournalReader
 
     try:
-        return open_journal(Settings())
+        return JournalReader.from_settings(Settings())
     except (ValidationError, SitekeepError) as exc:
         err().print(f"[red]bad setting:[/] {getattr(exc, 'message', exc)}")
         raise typer.Exit(2) from exc
 
 
-def _file_journal(path: Path) -> tuple[Journal, JournalKey]:
-    """A journal over one file, read whatever its name."""
-    from sitekeep.journal import Journal, JournalKey
-    from sitekeep.journal.files import JournalFile
+def _file_journal(path: Path) -> tuple[JournalReader, Stream]:
+    """A reader over one file, read whatever its name."""
+    from sitekeep.service.journal import JournalReader
 
     if not path.is_file():
         err().print(f"[red]error:[/] no journal file at {path}")
         raise typer.Exit(2)
-    return Journal(JournalFile(path)), JournalKey("file", path.name)
+    return JournalReader.from_file(path)
 
 
-def _one(file: Path | None, tenant: str | None, key: str | None) -> tuple[Journal, JournalKey]:
-    from sitekeep.journal import JournalKey
-
+def _one(file: Path | None, tenant: str | None, key: str | None) -> tuple[JournalReader, Stream]:
     if file is not None:
         return _file_journal(file)
     if tenant is None or key is None:
         err().print("[red]error:[/] give --tenant and --key, or --file")
         raise typer.Exit(2)
-    return _journal(), JournalKey(tenant, key)
+    return _journal(), (tenant, key)
 
 
 @contextmanager
-def _progress(journal: Journal, key: JournalKey) -> Iterator[Callable[[str, int], None]]:
-    """A progress bar over the bytes of ``key``'s stream, one task per replay pass."""
+def _progress(journal: JournalReader, stream: Stream) -> Iterator[Advance]:
+    """A progress bar over the bytes of ``stream``, one task per replay pass."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-    path = getattr(journal.backend, "path", None)
-    total = path(key).stat().st_size if callable(path) and path(key).exists() else None
+    total = journal.size(stream)
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -99,13 +96,13 @@ def _progress(journal: Journal, key: JournalKey) -> Iterator[Callable[[str, int]
 
         def advance(phase: str, size: int) -> None:
             if phase not in tasks:
-                tasks[phase] = bar.add_task(f"{key.tenant}/{key.key} {phase}", total=total)
+                tasks[phase] = bar.add_task(f"{stream[0]}/{stream[1]} {phase}", total=total)
             bar.advance(tasks[phase], size)
 
         yield advance
 
 
-def _run(journal: Journal, work: Callable[[], Awaitable[T]]) -> T:
+def _run(journal: JournalReader, work: Callable[[], Awaitable[T]]) -> T:
     """``work()``, then the journal closed, in one event loop; a sitekeep error (the
     journal unreachable, say) is one line on stderr and exit status 2."""
     import anyio
@@ -125,36 +122,6 @@ def _run(journal: Journal, work: Callable[[], Awaitable[T]]) -> T:
         raise typer.Exit(2) from exc
 
 
-async def _replay(journal: Journal, key: JournalKey, leaf: str | None = None) -> Replayed:
-    """Replay ``key`` in a worker thread, a progress bar on stderr; repeated record ids
-    are reported too."""
-    import anyio.to_thread
-
-    def read() -> Replayed:
-        with _progress(journal, key) as advance:
-            return journal.replay_sync(key, leaf, advance, duplicates=True)
-
-    return await anyio.to_thread.run_sync(read)
-
-
-def _report_json(result: Replayed) -> dict[str, Any]:
-    report = result.report
-    return {
-        "ok": report.ok,
-        "lines": report.lines,
-        "records": report.records,
-        "branch": report.branch,
-        "leaf": report.leaf,
-        "torn": {"position": report.torn.position, "size": report.torn.size}
-        if report.torn
-        else None,
-        "problems": [
-            {"kind": p.kind, "line": p.line, "position": p.position, "message": p.message}
-            for p in report.problems
-        ],
-    }
-
-
 @journal_app.command()
 def check(
     tenant: TenantOption = None,
@@ -167,45 +134,49 @@ def check(
     With no option, every session's journal; ``--tenant`` alone, that tenant's."""
     if file is not None or key is not None:
         journal, one = _one(file, tenant, key)
-        keys: list[JournalKey] | None = [one]
+        streams: list[Stream] | None = [one]
     else:
-        journal, keys = _journal(), None
+        journal, streams = _journal(), None
 
-    async def check_all() -> dict[JournalKey, Replayed]:
-        found = keys if keys is not None else await journal.backend.keys(tenant)
-        return {k: await _replay(journal, k) for k in found}
+    async def check_all() -> dict[Stream, dict[str, Any]]:
+        found = streams if streams is not None else await journal.streams(tenant)
+        checked = {}
+        for stream in found:
+            with _progress(journal, stream) as advance:
+                checked[stream] = await journal.check(stream, advance)
+        return checked
 
     results = _run(journal, check_all)
     if as_json:
-        rows = [{"tenant": k.tenant, "key": k.key, **_report_json(r)} for k, r in results.items()]
+        rows = [{"tenant": t, "key": k, **report} for (t, k), report in results.items()]
         print(json.dumps(rows, indent=2))
     else:
-        for found, result in results.items():
-            _print_check(found, result)
-        bad = sum(not r.report.ok for r in results.values())
+        for found, report in results.items():
+            _print_check(found, report)
+        bad = sum(not report["ok"] for report in results.values())
         console().print(f"{len(results)} journal(s) checked, {bad} with problems")
-    raise typer.Exit(1 if any(not r.report.ok for r in results.values()) else 0)
+    raise typer.Exit(1 if any(not report["ok"] for report in results.values()) else 0)
 
 
-def _print_check(key: JournalKey, result: Replayed) -> None:
-    report = result.report
-    mark = "[green]ok[/]" if report.ok else "[red]PROBLEMS[/]"
+def _print_check(stream: Stream, report: dict[str, Any]) -> None:
+    mark = "[green]ok[/]" if report["ok"] else "[red]PROBLEMS[/]"
     console().print(
-        f"{mark}  {key.tenant}/{key.key}: {report.records} records in {report.lines} lines, "
-        f"{report.branch} on the branch to {report.leaf or 'nothing'}"
+        f"{mark}  {stream[0]}/{stream[1]}: {report['records']} records in {report['lines']} "
+        f"lines, {report['branch']} on the branch to {report['leaf'] or 'nothing'}"
     )
-    if report.torn is not None:
+    torn = report["torn"]
+    if torn is not None:
         console().print(
-            f"    torn tail: {report.torn.size} bytes at byte {report.torn.position} "
+            f"    torn tail: {torn['size']} bytes at byte {torn['position']} "
             "(an append that never returned: not committed)"
         )
-    for problem in report.problems:
+    for problem in report["problems"]:
         where = []
-        if problem.line is not None:
-            where.append(f"line {problem.line}")
-        if problem.position is not None:
-            where.append(f"byte {problem.position}")
-        console().print(f"    {problem.kind} {', '.join(where)}: {problem.message}")
+        if problem["line"] is not None:
+            where.append(f"line {problem['line']}")
+        if problem["position"] is not None:
+            where.append(f"byte {problem['position']}")
+        console().print(f"    {problem['kind']} {', '.join(where)}: {problem['message']}")
 
 
 @journal_app.command()
@@ -220,37 +191,17 @@ def replay(
 ) -> None:
     """Rebuild a session's state from its journal: URL, history, refs, unsettled calls."""
     journal, one = _one(file, tenant, key)
-    result = _run(journal, lambda: _replay(journal, one, leaf))
-    state = result.state
-    body = {
-        "url": state.url,
-        "url_withheld": state.url_withheld,
-        "history": [{"origin": e.origin, "url": e.url, "at": e.at} for e in state.history],
-        "generation": state.generation,
-        "refs": {
-            "snapshot": f"s{state.refs.number}",
-            "record": state.refs.snapshot,
-            "count": state.refs.count,
-            "generation": state.refs.generation,
-            "status": state.refs_status,
-        }
-        if state.refs
-        else None,
-        "unsettled": [
-            {"begin": p.begin, "op": p.op, "call": p.call, "step": p.step, "at": p.at}
-            for p in state.unsettled
-        ],
-        "last_save": {"at": state.last_save.at, **state.last_save.detail}
-        if state.last_save
-        else None,
-        "typed_secrets": [list(t) for t in state.typed_secrets],
-        "report": _report_json(result),
-    }
+
+    async def replayed() -> dict[str, Any]:
+        with _progress(journal, one) as advance:
+            return await journal.replay(one, leaf, advance)
+
+    body = _run(journal, replayed)
     if as_json:
         print(json.dumps(body, indent=2))
     else:
         _print_state(body)
-    raise typer.Exit(0 if result.report.ok else 1)
+    raise typer.Exit(0 if body["report"]["ok"] else 1)
 
 
 def _print_state(body: dict[str, Any]) -> None:

@@ -19,16 +19,13 @@ from sitekeep.cli.support import err, load_settings, show, with_service
 
 if TYPE_CHECKING:
     from sitekeep.service import Service
-    from sitekeep.stores.cipher import KeyFile
 
 __all__ = ["keys_app"]
 
 keys_app = typer.Typer(help="The master key ring (SPEC §12).", no_args_is_help=True)
 
 
-async def _rotate(
-    svc: Service, keys: KeyFile, retire: bool
-) -> tuple[dict[str, dict[str, int]], bool, list[str]]:
+async def _rotate(svc: Service, retire: bool) -> tuple[dict[str, dict[str, int]], bool, list[str]]:
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -53,15 +50,7 @@ async def _rotate(
         def advance(blob: rotation.Blob, outcome: rotation.Outcome) -> None:
             progress.update(task, advance=1, description=f"{blob.kind} {outcome}")
 
-        report = await svc.keys.reseal_all(advance)
-    retired: list[str] = []
-    if retire and report.complete:
-        used = await svc.keys.key_use()
-        ring = svc.keys.ring
-        idle = [kid for kid in ring.ids if kid not in used and kid != ring.current.id]
-        if idle and not keys.from_env:
-            keys.retire(idle)
-            retired = idle
+        report, retired = await svc.keys.rotate(advance, retire=retire)
     return report.counts, report.complete, retired
 
 
@@ -76,16 +65,15 @@ def rotate(
 ) -> None:
     """Reseal every secret, profile, snapshot and session mask under a new key."""
     from sitekeep.service import keys as rotation
-    from sitekeep.stores.cipher import KeyFile
 
     settings = load_settings()
-    keys = KeyFile(settings.key_file, settings.master_key)
-    if keys.from_env:
+    if settings.master_key:
         err().print("keys come from SITEKEEP_MASTER_KEY: resealing under the last one listed")
     elif new_key:
-        ring = keys.add()
-        err().print(f"added key {ring.current.id}; {len(ring)} keys in {keys.path}")
-    counts, complete, retired = with_service(lambda svc: _rotate(svc, keys, retire), settings)
+        added = rotation.add_key(settings)  # None only for keys from the environment
+        if added is not None:
+            err().print(f"added key {added.id}; {added.keys} keys in {added.path}")
+    counts, complete, retired = with_service(lambda svc: _rotate(svc, retire), settings)
     from rich.table import Table
 
     table = Table("kind", "resealed", "already current", "gone", "busy", "unreadable")

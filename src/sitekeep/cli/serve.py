@@ -28,7 +28,7 @@ def serve(
     import uvicorn
 
     from sitekeep.api.app import create_app
-    from sitekeep.logs import configure_logging
+    from sitekeep.cli.logs import configure_logging
 
     settings = load_settings().model_copy(update={"host": host, "port": port})
     log_config = configure_logging(log_level, settings.log_format)
@@ -46,7 +46,7 @@ def mcp_stdio(
 ) -> None:
     """Serve MCP over stdio for one agent: SITEKEEP_TOKEN says who it is, SITEKEEP_SESSION
     names the session of calls without a key (default "default")."""
-    from sitekeep.logs import configure_logging
+    from sitekeep.cli.logs import configure_logging
 
     settings = load_settings()
     # stdout is the protocol: every log line goes to stderr.

@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sitekeep import __version__
 from sitekeep.errors import Conflict, InvalidInput
 from sitekeep.interop.convert import Format, detect_format, export_site_data, import_text
 from sitekeep.interop.report import Report
+from sitekeep.version import __version__
 
 __all__ = [
     "MAX_SOURCE_BYTES",
@@ -46,9 +46,11 @@ __all__ = [
     "check_unchanged",
     "convert_file",
     "decode_text",
+    "file_entry",
     "publish",
     "read_source",
     "receipt",
+    "receipt_bytes",
 ]
 
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
@@ -230,7 +232,8 @@ def receipt(
     }
 
 
-def _file_entry(path: Path, size: int, sha256: str, fmt: str) -> dict[str, Any]:
+def file_entry(path: Path, size: int, sha256: str, fmt: str) -> dict[str, Any]:
+    """A file's entry in a receipt: where, how many bytes, its SHA-256, its format."""
     return {"path": str(path), "bytes": size, "sha256": sha256, "format": fmt}
 
 
@@ -270,15 +273,15 @@ def convert_file(
     published = publish(output_path, exported.data, before=lambda: check_unchanged(source))
     done = receipt(
         "convert",
-        source=_file_entry(
+        source=file_entry(
             source.path, source.size, source.sha256, source_format or detect_format(text)
         ),
-        output=_file_entry(published.path, published.size, published.sha256, to),
+        output=file_entry(published.path, published.size, published.sha256, to),
         report=report,
         now=at,
     )
     try:
-        publish(receipt_path, _receipt_bytes(done))
+        publish(receipt_path, receipt_bytes(done))
     except BaseException:
         with contextlib.suppress(OSError):
             published.path.unlink()  # no output without its receipt
@@ -286,7 +289,8 @@ def convert_file(
     return done
 
 
-def _receipt_bytes(done: dict[str, Any]) -> bytes:
+def receipt_bytes(done: dict[str, Any]) -> bytes:
+    """A receipt as its file holds it: indented JSON, UTF-8, a newline at the end."""
     return (json.dumps(done, indent=2, ensure_ascii=False) + "\n").encode()
 
 

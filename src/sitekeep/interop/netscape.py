@@ -20,13 +20,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from sitekeep import __version__
 from sitekeep.client_json import TOO_LARGE, check_text
 from sitekeep.errors import InvalidInput
 from sitekeep.interop.report import Report
 from sitekeep.interop.rules import RawCookie
 from sitekeep.limits import MAX_DIGITS
 from sitekeep.model import Cookie
+from sitekeep.version import __version__
 
 __all__ = ["HEADER", "cookies_to_text", "read_cookies_txt"]
 

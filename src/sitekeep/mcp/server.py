@@ -24,7 +24,6 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
-from sitekeep import __version__
 from sitekeep.args import invalid_input
 from sitekeep.errors import SitekeepError
 from sitekeep.mcp.calls import (
@@ -39,6 +38,7 @@ from sitekeep.mcp.calls import (
 )
 from sitekeep.mcp.resources import TEMPLATES, readable
 from sitekeep.mcp.tools import TOOLS
+from sitekeep.version import __version__
 
 __all__ = ["DEFAULT_SESSION", "SESSION_HEADER", "PrincipalOf", "ServiceOf", "build_server"]
 

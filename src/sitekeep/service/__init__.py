@@ -21,93 +21,36 @@ Rooms, each a module taking the service's :class:`~sitekeep.service.parts.Parts`
     reaper      warm-up, the reaper, sitekeep stop, /metrics                SPEC §2, §13
     keys        the master key ring, rotation                               SPEC §12
 
+``wiring`` wires them into :class:`Service`; ``parts`` is what they share, ``gates`` the
+admin gate and who may take values out, ``panes`` the admin panes' views. Three rooms serve
+the CLI without an open service, loading no more of the house than they use: ``doctor``
+(the installation's health), ``journal`` (the journal read from a shell, SPEC §8) and
+``files`` (the file side of import and export, SPEC §15).
+
 Results are plain JSON-able dicts in the shapes of SPEC §5; none holds a value except the
 owner's per-host view (``Views.site_data_host``).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import anyio
-
-from sitekeep.browser.manager import BrowserManager
-from sitekeep.config import Settings
-from sitekeep.journal import Journal
-from sitekeep.service.admin import Admin
-from sitekeep.service.catalogue import Catalogue
-from sitekeep.service.flows import Flows
-from sitekeep.service.gates import require_admin
-from sitekeep.service.handover import Handovers
-from sitekeep.service.interop import Interop
-from sitekeep.service.keys import Keys
-from sitekeep.service.live import LiveSessions
-from sitekeep.service.parts import Parts, Stores
-from sitekeep.service.profiles import Profiles
-from sitekeep.service.reaper import Reaper
-from sitekeep.service.sessions import Sessions
-from sitekeep.service.signins import SignIns
-from sitekeep.service.views import Views
-from sitekeep.stores.cipher import Cipher, KeyFile
-from sitekeep.stores.health import database_health, session_store_health
+from sitekeep.lazy import lazy_names
 
 __all__ = ["Service", "require_admin", "store_health"]
 
+# Imported on first use (PEP 562, as the package ``sitekeep`` does): a room that needs no
+# open service — ``doctor``, ``journal``, the file side of ``interop`` — loads without the
+# whole house (``sitekeep journal replay`` stays a light process).
+_LAZY = {
+    "Service": "sitekeep.service.wiring",
+    "require_admin": "sitekeep.service.gates",
+    "store_health": "sitekeep.service.doctor",
+}
 
-class Service:
-    """sitekeep's use cases: the rooms, wired over one set of :class:`Parts`.
+if TYPE_CHECKING:
+    from sitekeep.service.doctor import store_health
+    from sitekeep.service.gates import require_admin
+    from sitekeep.service.wiring import Service
 
-    Attributes:
-        sessions, flows, views, profiles, interop, catalogue, admin, sign_ins, live,
-        handovers, reaper, keys: the rooms (see the module's docstring).
-        parts: what they work with (the stores, the seam, the settings, the clock…).
-    """
-
-    def __init__(self, parts: Parts) -> None:
-        self.parts = parts
-        self.sessions = Sessions(parts)
-        self.flows = Flows(parts.seam)
-        self.views = Views(parts)
-        self.profiles = Profiles(parts)
-        self.interop = Interop(parts)
-        self.catalogue = Catalogue(parts)
-        self.admin = Admin(parts)
-        self.sign_ins: SignIns = parts.sign_ins
-        self.live = LiveSessions(parts, self.sessions.open)
-        self.handovers = Handovers(parts)
-        self.reaper = Reaper(parts)
-        self.keys = Keys(parts)
-
-    @classmethod
-    def from_settings(
-        cls,
-        settings: Settings,
-        clock: Callable[[], float] = time.time,
-        journal: Journal | None = None,
-    ) -> Service:
-        """Open the stores, load (or generate) the master key, prepare the browsers; the
-        journal is ``journal`` when given, else the one the settings name.
-
-        Raises:
-            InvalidInput: a store URL naming no known backend (field: its setting).
-            StoreUnavailable: a store cannot be reached or upgraded.
-        """
-        cipher = Cipher(KeyFile(settings.key_file, settings.master_key))
-        stores = Stores.open(settings, clock)
-        browsers = BrowserManager(settings)
-        return cls(Parts.wire(settings, stores, cipher, browsers, clock, journal))
-
-    async def aclose(self) -> None:
-        """Close sockets and store connections; browsers live on (SPEC §2)."""
-        await self.parts.browsers.aclose()
-        await self.handovers.aclose()
-        await self.parts.stores.aclose()
-        await self.parts.journal.aclose()
-
-
-async def store_health(settings: Settings) -> tuple[tuple[bool, str], tuple[bool, str]]:
-    """Whether the database and the session store can be reached and read, each with a
-    line for a person — changing nothing (``sitekeep doctor``)."""
-    database = await anyio.to_thread.run_sync(database_health, settings.database)
-    return database, await session_store_health(settings.session_store_url)
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())

@@ -22,11 +22,12 @@ from dataclasses import replace
 from typing import Any
 
 from sitekeep import history as hist
-from sitekeep import panes, sitedata
+from sitekeep import sitedata
 from sitekeep.errors import InvalidInput, NotFound
 from sitekeep.journal import JournalKey
 from sitekeep.model import Principal, SessionRecord, SiteData
 from sitekeep.seam import Session
+from sitekeep.service import panes
 from sitekeep.service.gates import require_admin
 from sitekeep.service.parts import Parts
 from sitekeep.stores.base import Run

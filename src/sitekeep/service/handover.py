@@ -18,7 +18,7 @@ The **grant** is ``wd_`` and 43 random URL-safe characters; only its SHA-256 is 
 the session store (any replica serves it), with a TTL (``SITEKEEP_WEBDRIVER_TTL``). It is
 bound to the tenant, the session, the subject and bearer token that asked, and the
 browser generation. WebDriver clients take an endpoint as a URL alone, so the grant is in
-the URLs' path — which ``sitekeep serve``'s access log masks (``sitekeep.logs``). Every
+the URLs' path — which ``sitekeep serve``'s access log masks (``sitekeep.cli.logs``). Every
 request checks it, and an open BiDi socket every :data:`WATCH_EVERY` seconds: the
 handover ends when its TTL passes, its token is revoked, the session is deleted, or its
 browser closes or is replaced (``DELETE /v1/sessions/{key}/browser``, the reaper, a

@@ -27,18 +27,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from pydantic import ValidationError
 
+from sitekeep.config import Settings
 from sitekeep.errors import SessionBusy, StoreUnavailable
 from sitekeep.model import RECORD_JSON
 from sitekeep.seam import mask_envelope, with_envelope
 from sitekeep.service.parts import Parts
 from sitekeep.stores.base import Versioned
-from sitekeep.stores.cipher import Cipher, KeyRing
+from sitekeep.stores.cipher import Cipher, KeyFile, KeyRing
 
-__all__ = ["KINDS", "Blob", "Keys", "Outcome", "RotationReport"]
+__all__ = ["KINDS", "Blob", "Keys", "NewKey", "Outcome", "RotationReport", "add_key"]
 
 log = logging.getLogger(__name__)
 
@@ -231,6 +233,35 @@ async def reseal_all(
     return report
 
 
+@dataclass(frozen=True, slots=True)
+class NewKey:
+    """A key just added to the key file: its id, the ring's size now, the file."""
+
+    id: str
+    keys: int
+    path: Path
+
+
+def _key_file(settings: Settings) -> KeyFile:
+    return KeyFile(settings.key_file, settings.master_key)
+
+
+def add_key(settings: Settings) -> NewKey | None:
+    """Add a fresh key to the key file as the sealing key (the others kept: other
+    processes may hold blobs they sealed a moment ago); ``None`` when the keys come from
+    ``SITEKEEP_MASTER_KEY``, read-only here (its last key seals). A running service picks
+    the new key up (its cipher follows the file).
+
+    Raises:
+        InvalidInput: a malformed key file.
+    """
+    keys = _key_file(settings)
+    if keys.from_env:
+        return None
+    ring = keys.add()
+    return NewKey(ring.current.id, len(ring), keys.path)
+
+
 class Keys:
     """The master key ring's use cases (``sitekeep keys rotate|status``)."""
 
@@ -255,3 +286,28 @@ class Keys:
     async def key_use(self) -> dict[str, int]:
         """How many blobs each key id seals now (:func:`key_use`)."""
         return await key_use(self._parts)
+
+    async def rotate(
+        self, advance: Callable[[Blob, Outcome], None] | None = None, *, retire: bool = False
+    ) -> tuple[RotationReport, list[str]]:
+        """One pass moving every blob to the newest key (:func:`reseal_all`); with
+        ``retire``, after a complete pass, the keys no blob uses any more are removed
+        from the key file (never the current one; not keys from ``SITEKEEP_MASTER_KEY``).
+
+        Returns:
+            The pass's report and the ids of the keys retired.
+
+        Raises:
+            StoreUnavailable: a store cannot be reached (the blobs done so far stay done).
+        """
+        report = await self.reseal_all(advance)
+        if not (retire and report.complete):
+            return report, []
+        used = await self.key_use()
+        ring = self.ring
+        idle = [kid for kid in ring.ids if kid not in used and kid != ring.current.id]
+        keys = _key_file(self._parts.settings)
+        if not idle or keys.from_env:
+            return report, []
+        keys.retire(idle)
+        return report, idle

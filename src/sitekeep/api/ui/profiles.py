@@ -35,6 +35,20 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 
 from sitekeep.api.deps import Svc
+from sitekeep.api.ui.render import (
+    Signed,
+    UiRoute,
+    Writer,
+    form_page,
+    kept,
+    live_view,
+    now,
+    open_live,
+    own_live,
+    render,
+    see_other,
+    sign_in_of,
+)
 from sitekeep.args import (
     CaptureBody,
     CreateBody,
@@ -47,18 +61,6 @@ from sitekeep.errors import InvalidInput
 from sitekeep.model import Principal
 from sitekeep.service import Service
 from sitekeep.service.signins import SignIn
-from sitekeep.ui.render import (
-    Signed,
-    UiRoute,
-    Writer,
-    form_page,
-    kept,
-    now,
-    own_live,
-    render,
-    see_other,
-    sign_in_of,
-)
 
 __all__ = ["expiry_chip", "router"]
 
@@ -175,30 +177,28 @@ async def new_profile(request: Request, signed: Writer, svc: Svc) -> Response:
     if not typed["name"]:
         return await _new_page(signed, svc, 400, error="Name the profile.", form=typed)
     try:
-        choice = unchecked(
-            SessionChoice,
+        live_id = await open_live(
+            request,
+            signed,
+            svc,
             key=_wizard_key(),
-            browser=typed["browser"] or None,
-            country=typed["country"] or None,
+            browser=typed["browser"],
+            country=typed["country"],
         )
-        live = await svc.live.create(signed.principal, choice, sign_in=sign_in_of(request))
     except InvalidInput as exc:
         return await _new_page(signed, svc, 400, error=exc.message, form=typed)
     query = f"name={quote(typed['name'])}&country={quote(typed['country'])}"
-    return see_other(f"/admin/ui/wizard/{live['id']}?{query}")
+    return see_other(f"/admin/ui/wizard/{live_id}?{query}")
 
 
 @router.get("/admin/ui/wizard/{live_id}")
 async def wizard_page(request: Request, live_id: str, signed: Signed, svc: Svc) -> HTMLResponse:
-    live = await own_live(signed, svc, live_id)
     query = request.query_params
     return render(
         "wizard.html",
         signed=signed,
         section="profiles",
-        live=live.as_json(),
-        url=(await svc.views.record(signed.principal, live.key)).url or "",
-        title="",
+        **await live_view(signed, svc, live_id),
         profile_name=query.get("name", ""),
         country=query.get("country", ""),
         profile=query.get("profile", ""),

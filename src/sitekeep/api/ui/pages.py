@@ -1,7 +1,7 @@
 """The admin UI's routes: server-rendered pages and the htmx partials they swap in.
 
 Every page but sign-in needs a sign-in (the ``sitekeep_admin`` cookie, :mod:`.guard`);
-every write also passes :func:`~sitekeep.ui.guard.check_write`. Handlers call
+every write also passes :func:`~sitekeep.api.ui.guard.check_write`. Handlers call
 ``service.admin`` — the same use cases as the admin API — and render templates
 (``ui/templates``, autoescaped: a hostile page's URL, storage key or cookie name shows as
 text). Errors become pages, or plain text for htmx requests.
@@ -33,33 +33,33 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from sitekeep import panes
 from sitekeep.api.deps import Svc
-from sitekeep.args import SecretBody, SessionChoice, unchecked
-from sitekeep.errors import InvalidInput, NotFound
-from sitekeep.model import Principal
-from sitekeep.service import Service
-from sitekeep.service.signins import SignIn
-from sitekeep.ui.guard import (
+from sitekeep.api.ui.guard import (
     check_origin,
     clear_sign_in_cookie,
     read_form,
     set_sign_in_cookie,
     sign_in_ids,
 )
-from sitekeep.ui.render import (
+from sitekeep.api.ui.render import (
     Signed,
     UiRoute,
     Writer,
     form_page,
     kept,
+    live_view,
     now,
-    own_live,
+    open_live,
     render,
     see_other,
     sign_in_of,
     static_file,
 )
+from sitekeep.args import SecretBody, unchecked
+from sitekeep.errors import InvalidInput, NotFound
+from sitekeep.model import Principal
+from sitekeep.service import Service, panes
+from sitekeep.service.signins import SignIn
 
 __all__ = ["SESSION_TABS", "router"]
 
@@ -381,30 +381,15 @@ async def live_open(request: Request, signed: Writer, svc: Svc) -> Response:
     """Open (or return to) a session as the admin's live browser, then show it."""
     typed = kept(request, _LIVE_FORM)
     try:
-        choice = unchecked(
-            SessionChoice,
-            key=typed["key"] or None,
-            browser=typed["browser"] or None,
-            url=typed["url"] or None,
-        )
-        live = await svc.live.create(signed.principal, choice, sign_in=sign_in_of(request))
+        live_id = await open_live(request, signed, svc, **typed)
     except InvalidInput as exc:
         return await _live_start(signed, svc, 400, error=exc.message, form=typed)
-    return see_other(f"/admin/ui/live/{live['id']}")
+    return see_other(f"/admin/ui/live/{live_id}")
 
 
 @router.get("/admin/ui/live/{id_}")
 async def live_page(id_: str, signed: Signed, svc: Svc) -> HTMLResponse:
-    live = await own_live(signed, svc, id_)
-    record = await svc.views.record(signed.principal, live.key)
-    return render(
-        "live.html",
-        signed=signed,
-        section="live",
-        live=live.as_json(),
-        url=record.url or "",
-        title="",
-    )
+    return render("live.html", signed=signed, section="live", **await live_view(signed, svc, id_))
 
 
 @router.post("/admin/ui/live/{id_}/ticket")

@@ -26,14 +26,14 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from sitekeep import panes
 from sitekeep.api.deps import Svc
 from sitekeep.api.errors import status_of
+from sitekeep.api.ui.guard import check_csrf, check_origin, read_form, sign_in_ids
+from sitekeep.args import SessionChoice, unchecked
 from sitekeep.errors import NotFound, SitekeepError
-from sitekeep.service import Service
+from sitekeep.service import Service, panes
 from sitekeep.service.live import LiveSession
 from sitekeep.service.signins import SignIn, sign_in_ref
-from sitekeep.ui.guard import check_csrf, check_origin, read_form, sign_in_ids
 
 __all__ = [
     "NAV",
@@ -67,7 +67,7 @@ _HEADINGS = {401: "Sign in again", 403: "Not allowed", 404: "Not found"}
 @cache
 def _env() -> Environment:
     env = Environment(
-        loader=PackageLoader("sitekeep.ui", "templates"),
+        loader=PackageLoader("sitekeep.api.ui", "templates"),
         autoescape=True,
         undefined=StrictUndefined,
         trim_blocks=True,
@@ -75,17 +75,13 @@ def _env() -> Environment:
     )
     env.globals.update(
         ago=panes.ago,
-        plural=_plural,
+        plural=panes.plural,
         static=_static_url,
         cookie_flags=_cookie_flags,
         when=_when,
         nav=NAV,
     )
     return env
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _when(expiry: float) -> str:
@@ -101,7 +97,7 @@ def _cookie_flags(cookie: Mapping[str, Any]) -> str:
 @cache
 def static_file(name: str) -> bytes:
     """One of the UI's own scripts or styles (``ui/static``), shipped in the package."""
-    return (resources.files("sitekeep.ui") / "static" / name).read_bytes()
+    return (resources.files("sitekeep.api.ui") / "static" / name).read_bytes()
 
 
 def _static_url(name: str) -> str:
@@ -238,3 +234,28 @@ async def own_live(signed: SignIn, svc: Service, id_: str) -> LiveSession:
     if live is None or live.id != id_:
         raise NotFound("live session", id_, field="id")
     return live
+
+
+async def open_live(request: Request, signed: SignIn, svc: Service, **choice: str) -> str:
+    """Open (or return to) the signed-in admin's live browser on the session ``choice``
+    names (:class:`~sitekeep.args.SessionChoice`'s fields as a form typed them: an empty
+    one is left unsaid), bound to this sign-in; its id.
+
+    Raises:
+        InvalidInput: a field the choice refuses, named.
+    """
+    picked = unchecked(SessionChoice, **{field: v or None for field, v in choice.items()})
+    live = await svc.live.create(signed.principal, picked, sign_in=sign_in_of(request))
+    return str(live["id"])
+
+
+async def live_view(signed: SignIn, svc: Service, id_: str) -> dict[str, Any]:
+    """What a page around the admin's live browser ``id_`` shows: the live session, and
+    the URL its browser is on (``title`` is filled in by the page's socket).
+
+    Raises:
+        NotFound: field ``id``; another's live session, or one that ended.
+    """
+    live = await own_live(signed, svc, id_)
+    record = await svc.views.record(signed.principal, live.key)
+    return {"live": live.as_json(), "url": record.url or "", "title": ""}

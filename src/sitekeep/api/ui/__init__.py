@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from sitekeep.ui.guard import SecurityHeaders
-from sitekeep.ui.pages import router
-from sitekeep.ui.profiles import router as profiles_router
+from sitekeep.api.ui.guard import SecurityHeaders
+from sitekeep.api.ui.pages import router
+from sitekeep.api.ui.profiles import router as profiles_router
 
 __all__ = ["install"]
 

@@ -39,13 +39,15 @@ __all__ = [
     "ago",
     "history_pane",
     "history_rev",
+    "plural",
     "rev_token",
     "site_data_pane",
     "site_data_rev",
 ]
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
+    """``"1 cookie"``, ``"2 cookies"``: a count and its noun (English, regular)."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
@@ -72,7 +74,7 @@ class Counts:
     def pill(self) -> str:
         """History's pill: zero counts left out (``"2 cookies · 2 local"``)."""
         parts = [
-            _plural(self.cookies, "cookie") if self.cookies else "",
+            plural(self.cookies, "cookie") if self.cookies else "",
             f"{self.local} local" if self.local else "",
             f"{self.session} session" if self.session else "",
         ]
@@ -81,7 +83,7 @@ class Counts:
     def label(self) -> str:
         """Site data's row head: all three counts (``"2 cookies · 2 local · 0 session"``),
         or the cookies alone for a host with no storage (``"3 cookies"``)."""
-        cookies = _plural(self.cookies, "cookie")
+        cookies = plural(self.cookies, "cookie")
         if not self.local and not self.session:
             return cookies
         return f"{cookies} · {self.local} local · {self.session} session"
@@ -128,7 +130,7 @@ class HistoryRow:
     def meta(self, now: float) -> str:
         """``"1m ago · 1 secret"``: when it was visited and how many secrets apply."""
         n = len(self.secrets)
-        return ago(now - self.at) + (f" · {_plural(n, 'secret')}" if n else "")
+        return ago(now - self.at) + (f" · {plural(n, 'secret')}" if n else "")
 
     def as_json(self) -> dict[str, Any]:
         return {
