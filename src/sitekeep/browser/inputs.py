@@ -50,15 +50,13 @@ import contextlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sitekeep.errors import BidiError, ClipboardNotAllowed
 
-if TYPE_CHECKING:
-    from sitekeep.browser.live import LiveBrowser
-
 __all__ = [
     "DRAG_SLOP",
+    "Gated",
     "Held",
     "InputGate",
     "Refusal",
@@ -324,8 +322,28 @@ class InputGate:
             raise ClipboardNotAllowed(what, does=does, field=field) from None
 
 
+class _Sender(Protocol):
+    async def send(
+        self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float | None = None
+    ) -> dict[str, Any]: ...
+
+
+class Gated(Protocol):
+    """What :func:`perform` and :func:`release` need of a browser (a ``LiveBrowser``):
+    its BiDi connection, its main tab and its :class:`InputGate`."""
+
+    @property
+    def conn(self) -> _Sender: ...
+
+    @property
+    def context(self) -> str: ...
+
+    @property
+    def input(self) -> InputGate: ...
+
+
 async def perform(
-    browser: LiveBrowser,
+    browser: Gated,
     sources: Sequence[Mapping[str, Any]],
     *,
     secret_typed: bool,
@@ -362,7 +380,7 @@ async def perform(
         gate.held = after
 
 
-async def release(browser: LiveBrowser, *, timeout: float | None = None) -> None:
+async def release(browser: Gated, *, timeout: float | None = None) -> None:
     """``input.releaseActions`` in the main tab: every key and button goes up (W3C WebDriver
     BiDi §7.7.3.2); the gate then knows nothing is held.
 
