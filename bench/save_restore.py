@@ -622,7 +622,7 @@ class Tracer:
             (Sessions, "close", "service: close_browser"),
             (BrowserManager, "start", "browser start (session + BiDi wiring)"),
             (BrowserManager, "endpoint", "browser start:   chromedriver endpoint"),
-            (BrowserManager, "_wire", "browser start:   BiDi connect + subscribe + preload"),
+            (BrowserManager, "_open_live", "browser start:   BiDi connect + subscribe + preload"),
         ]
         steps_sync: list[tuple[Any, str, str]] = [
             (sitedata, "compose", "service: compose snapshot"),

@@ -118,7 +118,7 @@ class FakeConn:
     def __init__(self) -> None:
         self.sent: list[tuple[str, dict[str, Any]]] = []
 
-    async def send(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def send(self, method: str, params: dict[str, Any], **_: Any) -> dict[str, Any]:
         self.sent.append((method, params))
         return {}
 

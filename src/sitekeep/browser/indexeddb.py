@@ -30,6 +30,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from sitekeep.browser import wire
 from sitekeep.browser.docs import frames_by_origin
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.scripts import READ_DATABASES
@@ -80,10 +81,8 @@ async def _read_site(
     failed: dict[str, str],
 ) -> None:
     try:
-        await browser.conn.send(
-            "browsingContext.navigate",
-            {"context": tab, "url": spare.url(members[0], members[1:]), "wait": "complete"},
-        )
+        url = spare.url(members[0], members[1:])
+        await wire.call(browser.conn, wire.browsing_context_navigate(tab, url, wait="complete"))
         by_origin = await frames_by_origin(browser, tab, members)
     except BidiError as exc:
         failed.update(dict.fromkeys(members, f"IndexedDB could not be read: {exc.code}"))

@@ -52,6 +52,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from sitekeep.browser import wire
 from sitekeep.errors import BidiError, ClipboardNotAllowed
 
 __all__ = [
@@ -322,18 +323,12 @@ class InputGate:
             raise ClipboardNotAllowed(what, does=does, field=field) from None
 
 
-class _Sender(Protocol):
-    async def send(
-        self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float | None = None
-    ) -> dict[str, Any]: ...
-
-
 class Gated(Protocol):
     """What :func:`perform` and :func:`release` need of a browser (a ``LiveBrowser``):
     its BiDi connection, its main tab and its :class:`InputGate`."""
 
     @property
-    def conn(self) -> _Sender: ...
+    def conn(self) -> wire.Channel: ...
 
     @property
     def context(self) -> str: ...
@@ -374,8 +369,8 @@ async def perform(
         await release(browser)
     known, releases = gate.held is not None, gate.releases
     gate.held = None  # until the browser answers
-    params = {"context": browser.context, "actions": list(sources)}
-    await browser.conn.send("input.performActions", params, timeout=timeout)
+    command = wire.input_perform_actions(browser.context, sources)
+    await wire.call(browser.conn, command, timeout=timeout)
     if known and releases == gate.releases:
         gate.held = after
 
@@ -391,5 +386,5 @@ async def release(browser: Gated, *, timeout: float | None = None) -> None:
     gate = browser.input
     gate.releases += 1
     gate.held = None
-    await browser.conn.send("input.releaseActions", {"context": browser.context}, timeout=timeout)
+    await wire.call(browser.conn, wire.input_release_actions(browser.context), timeout=timeout)
     gate.held = Held()

@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from sitekeep.browser import wire
 from sitekeep.browser.docs import (
     TIMEOUT,
     DocRead,
@@ -284,10 +285,8 @@ async def _visit(
 ) -> dict[str, DocRead]:
     """Stand ``tab`` on the site of ``members`` (the first on top, the rest in frames) and
     read each; a read that timed out is kept, with ``error="timeout"``."""
-    await browser.conn.send(
-        "browsingContext.navigate",
-        {"context": tab, "url": spare.url(members[0], members[1:]), "wait": "complete"},
-    )
+    url = spare.url(members[0], members[1:])
+    await wire.call(browser.conn, wire.browsing_context_navigate(tab, url, wait="complete"))
     by_origin = await frames_by_origin(browser, tab, members)
     origin_of_context = {c: o for o, c in by_origin.items()}
     docs = await read_docs(browser, [by_origin[o] for o in members if o in by_origin])
@@ -307,9 +306,8 @@ async def _read_past_worker(
             return doc.local
         if browser.ref.kind != "chromium":
             return None  # Firefox rejects reload(ignoreCache)
-        await browser.conn.send(
-            "browsingContext.reload", {"context": tab, "ignoreCache": True, "wait": "complete"}
-        )
+        reload = wire.browsing_context_reload(tab, ignore_cache=True, wait="complete")
+        await wire.call(browser.conn, reload)
         reads = await read_docs(browser, [tab])
     except BidiError:
         return None

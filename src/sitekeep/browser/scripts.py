@@ -18,6 +18,7 @@ __all__ = [
     "PRELOAD",
     "READ",
     "READ_DATABASES",
+    "REPLACE_LOCATION",
     "RESTORED_KEY",
     "SPARE_HTML",
     "SPARE_MARKER_ATTR",
@@ -104,6 +105,9 @@ READ = """async (withSession) => {
 """Read the document's origin, spare marker, localStorage, (optionally) its tab's
 sessionStorage, user agent and title, how many frames it holds (``window.length``), and
 whether its origin holds IndexedDB databases."""
+
+REPLACE_LOCATION = "(u) => { location.replace(u); }"
+"""Navigate to ``u`` leaving no history entry behind (HTML §Location ``replace``)."""
 
 SPARE_HTML = (
     "<!doctype html><html $MARKER><head><meta charset=utf-8>"
