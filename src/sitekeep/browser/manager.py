@@ -176,13 +176,17 @@ class BrowserManager:
         """Whether a pool browser is as it was born: see the module docstring."""
         if live.conn.closed or not live.tracker.pristine or not born_with:
             return False
+
+        async def jars() -> list[wire.GetCookiesResult]:
+            cookies = (wire.storage_get_cookies(user_context=u) for u in born_with)
+            return await asyncio.gather(*(wire.call(live.conn, c) for c in cookies))
+
         # Every question at once: one round trip, not 2 + one per user context.
-        jars = [wire.call(live.conn, wire.storage_get_cookies(user_context=u)) for u in born_with]
         try:
             tree, users, found = await asyncio.gather(
                 wire.call(live.conn, wire.browsing_context_get_tree()),
                 self._user_contexts(live),
-                asyncio.gather(*jars),
+                jars(),
             )
         except (BidiError, BrowserUnavailable):
             return False
