@@ -20,7 +20,7 @@ and research/bidi-spike.md §4, §9 on this machine):
 * **Grid.** A Selenium Grid relays BiDi at ``ws://<grid>/session/<id>/se/bidi``; this client
   speaks to any such URL as it speaks to chromedriver's own.
 
-Selenium still creates sessions and manages drivers (``browser.driver``).
+Selenium still creates sessions (``browser.webdriver``).
 
 **A dead browser is noticed at once** (issue #8 item 9). When the browser dies, the
 socket closes (chromedriver, geckodriver) and every pending command fails with

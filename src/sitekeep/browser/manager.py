@@ -32,25 +32,24 @@ import anyio.to_thread
 from sitekeep.address import Refused, ServerAddress
 from sitekeep.browser import wire
 from sitekeep.browser.bidi import BidiConnection
-from sitekeep.browser.driver import (
-    LocalChromedriver,
-    LocalGeckodriver,
-    SessionSpec,
-    delete_session,
-    find_geckodriver,
-    session_alive,
-    session_gone,
-    start_session,
-    unreachable,
-    write_private,
-)
+from sitekeep.browser.chromedriver import LocalChromedriver
+from sitekeep.browser.geckodriver import LocalGeckodriver, find_geckodriver
 from sitekeep.browser.guard import OwnAddressGuard
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.mapper import LocalMapper
 from sitekeep.browser.proxy import ProxyAuth, ProxySettings
 from sitekeep.browser.samesite import SameSiteLog
 from sitekeep.browser.scripts import CHANNEL, PRELOAD
+from sitekeep.browser.servers import write_private
 from sitekeep.browser.tracker import LeaveTracker
+from sitekeep.browser.webdriver import (
+    SessionSpec,
+    delete_session,
+    session_alive,
+    session_gone,
+    start_session,
+    unreachable,
+)
 from sitekeep.config import Settings
 from sitekeep.errors import BidiError, BrowserUnavailable
 from sitekeep.model import BrowserKind, BrowserRef
@@ -265,7 +264,7 @@ class BrowserManager:
         self._live.pop(ref.generation, None)
         if self._mapper.owns(ref.endpoint) and not await anyio.to_thread.run_sync(
             self._mapper.running, ref.endpoint, ref.session_id
-        ):  # its port may be anyone's now: not one request to it (driver.PerBrowserServers)
+        ):  # its port may be anyone's now: not one request to it (servers.PerBrowserServers)
             await self._forget_dead(ref)
             return None
         try:
@@ -298,7 +297,7 @@ class BrowserManager:
     async def end_orphans(self) -> int:
         """End the browsers this data dir's dead drivers left running — the embedded
         chromedriver's, each geckodriver's and mapper engine's — and forget those drivers
-        (``driver.LocalChromedriver.end_orphans``, ``PerBrowserServers.end_dead``): at
+        (``chromedriver.LocalChromedriver.end_orphans``, ``PerBrowserServers.end_dead``): at
         start, by the reaper, when a browser is found gone. How many drivers or
         processes were found dead."""
         if self._settings.webdriver_url:

@@ -75,7 +75,7 @@ def _check_binaries(settings: Settings, check: _Checks) -> None:
     and so is chromedriver when browsers run on a remote WebDriver endpoint."""
     import shutil
 
-    from sitekeep.browser.driver import find_geckodriver
+    from sitekeep.browser.geckodriver import find_geckodriver
 
     binaries = (
         ("chromium", settings.chromium, "apt-get install chromium", False),
@@ -127,7 +127,7 @@ def _data_dir_health(data_dir: Path) -> tuple[bool, str]:
 
 
 def _version(binary: str) -> str:
-    from sitekeep.browser.driver import child_environ
+    from sitekeep.browser.servers import child_environ
 
     try:
         out = subprocess.run(
