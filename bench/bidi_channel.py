@@ -44,7 +44,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service as ChromeService
 
 from sitekeep.browser.bidi import BidiConnection
-from sitekeep.browser.driver import CHROMIUM_ARGS
+from sitekeep.browser.webdriver import CHROMIUM_ARGS
 
 warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"selenium(\.|$)")
 

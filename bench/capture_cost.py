@@ -58,7 +58,8 @@ from urllib.parse import quote
 from selenium import webdriver
 
 from sitekeep.browser.bidi import BidiConnection
-from sitekeep.browser.driver import CHROMIUM_ARGS, FIREFOX_PREFS, find_geckodriver
+from sitekeep.browser.geckodriver import find_geckodriver
+from sitekeep.browser.webdriver import CHROMIUM_ARGS, FIREFOX_PREFS
 
 warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"selenium(\.|$)")
 

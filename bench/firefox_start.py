@@ -28,7 +28,8 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from sitekeep.browser.driver import LocalGeckodriver, SessionSpec, create_session, find_geckodriver
+from sitekeep.browser.geckodriver import LocalGeckodriver, find_geckodriver
+from sitekeep.browser.webdriver import SessionSpec, create_session
 
 FIREFOX = Path("/usr/bin/firefox-esr")
 

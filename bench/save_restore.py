@@ -109,10 +109,10 @@ from sitekeep.browser import docs as docs_mod  # noqa: E402
 from sitekeep.browser import restore as restore_mod  # noqa: E402
 from sitekeep.browser import save as save_mod  # noqa: E402
 from sitekeep.browser.bidi import BidiConnection  # noqa: E402
-from sitekeep.browser.driver import CHROMIUM_ARGS  # noqa: E402
 from sitekeep.browser.live import LiveBrowser  # noqa: E402
 from sitekeep.browser.manager import BrowserManager  # noqa: E402
 from sitekeep.browser.spare import SpareResponder  # noqa: E402
+from sitekeep.browser.webdriver import CHROMIUM_ARGS  # noqa: E402
 from sitekeep.config import Settings  # noqa: E402
 from sitekeep.model import Principal  # noqa: E402
 from sitekeep.seam.journaling import CallJournal  # noqa: E402
@@ -622,7 +622,7 @@ class Tracer:
             (Sessions, "close", "service: close_browser"),
             (BrowserManager, "start", "browser start (session + BiDi wiring)"),
             (BrowserManager, "endpoint", "browser start:   chromedriver endpoint"),
-            (BrowserManager, "_wire", "browser start:   BiDi connect + subscribe + preload"),
+            (BrowserManager, "_open_live", "browser start:   BiDi connect + subscribe + preload"),
         ]
         steps_sync: list[tuple[Any, str, str]] = [
             (sitedata, "compose", "service: compose snapshot"),

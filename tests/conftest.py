@@ -17,7 +17,7 @@ from hypothesis import settings as hypothesis_settings
 from fixtures.databases import fresh_postgres_database
 from fixtures.sites import SECRET_VALUES, Sites, start_sites
 from sitekeep.api.app import create_app
-from sitekeep.browser.driver import LocalChromedriver
+from sitekeep.browser.chromedriver import LocalChromedriver
 from sitekeep.config import Settings
 from sitekeep.service import Service
 from support import WHO, Api, ApiFactory

@@ -18,8 +18,8 @@ from mcp.types import TextContent
 from starlette.types import ASGIApp
 
 from fixtures.sites import SECRET_VALUES, Sites
-from sitekeep.browser.driver import session_alive
 from sitekeep.browser.live import LiveBrowser
+from sitekeep.browser.webdriver import session_alive
 from sitekeep.config import Settings
 from sitekeep.errors import BrowserUnavailable
 from sitekeep.model import BrowserRef, Principal, Role, SiteData

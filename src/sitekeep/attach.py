@@ -33,7 +33,7 @@ import anyio
 
 from sitekeep import history as hist
 from sitekeep.browser.live import LiveBrowser
-from sitekeep.browser.manager import wire
+from sitekeep.browser.manager import open_live
 from sitekeep.browser.restore import restore
 from sitekeep.browser.snapshot import read_snapshot
 from sitekeep.browser.tracker import LeaveTracker
@@ -110,7 +110,7 @@ def _ref(driver: Any) -> BrowserRef:
 
 
 async def _live(driver: Any) -> LiveBrowser:
-    return await wire(
+    return await open_live(
         _ref(driver),
         LeaveTracker(),
         install=False,

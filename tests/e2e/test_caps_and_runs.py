@@ -23,7 +23,7 @@ from typer.testing import CliRunner, Result
 
 from fixtures.sites import Sites
 from sitekeep.args import OpenBody
-from sitekeep.browser.driver import delete_session
+from sitekeep.browser.webdriver import delete_session
 from sitekeep.cli import app
 from sitekeep.config import Settings
 from sitekeep.journal import JournalKey

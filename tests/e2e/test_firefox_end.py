@@ -57,7 +57,7 @@ async def test_a_firefox_whose_wiring_failed_leaves_no_process(
         seen.extend(_processes_under(folder))
         raise BidiError("unknown error", "session.subscribe", "injected")
 
-    monkeypatch.setattr(manager, "_wire", fail)
+    monkeypatch.setattr(manager, "_open_live", fail)
     with pytest.raises(BidiError):
         await manager.start("firefox")
     assert seen, "no Firefox was running when the wiring failed: nothing to prove"

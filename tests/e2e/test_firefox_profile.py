@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.sites import Sites
-from sitekeep.browser.driver import PROFILE_SITE_DATA
+from sitekeep.browser.geckodriver import PROFILE_SITE_DATA
 from sitekeep.config import Settings
 from support import Api
 

@@ -14,7 +14,7 @@ from selenium import webdriver
 import sitekeep
 from conftest import HOST_RULES
 from fixtures.sites import Sites
-from sitekeep.browser.driver import CHROMIUM_ARGS
+from sitekeep.browser.webdriver import CHROMIUM_ARGS
 from sitekeep.errors import InvalidInput
 
 pytestmark = pytest.mark.e2e

@@ -10,7 +10,7 @@ import pytest
 
 from fixtures.sites import Sites
 from sitekeep.args import OpenBody, SaveBody
-from sitekeep.browser.driver import delete_session
+from sitekeep.browser.webdriver import delete_session
 from sitekeep.config import Settings
 from sitekeep.model import Principal
 from sitekeep.service import Service

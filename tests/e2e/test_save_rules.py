@@ -10,8 +10,9 @@ import anyio
 import pytest
 
 from fixtures.sites import Sites
-from sitekeep.browser.driver import LocalChromedriver, delete_session
+from sitekeep.browser.chromedriver import LocalChromedriver
 from sitekeep.browser.save import SW_REASON
+from sitekeep.browser.webdriver import delete_session
 from sitekeep.history import origin_of
 from sitekeep.model import dump_site_data
 from support import Api, ApiFactory

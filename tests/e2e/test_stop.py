@@ -16,7 +16,7 @@ import pytest
 from conftest import on_mapper
 from fixtures.sites import Sites
 from processes import driver_pids, group
-from sitekeep.browser.driver import session_alive
+from sitekeep.browser.webdriver import session_alive
 from sitekeep.errors import BrowserUnavailable
 from support import WHO, Api, ApiFactory
 

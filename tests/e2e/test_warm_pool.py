@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from fixtures.sites import Sites
-from sitekeep.browser.driver import SessionSpec, create_session, session_alive
 from sitekeep.browser.live import LiveBrowser
+from sitekeep.browser.webdriver import SessionSpec, create_session, session_alive
 from sitekeep.config import Settings
 from support import Api, ApiFactory, gone
 

@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from sitekeep.browser import driver, processes
-from sitekeep.browser.driver import SessionSpec, create_session
+from sitekeep.browser import chromedriver, geckodriver, processes, servers
+from sitekeep.browser.webdriver import SessionSpec, create_session
 from sitekeep.errors import BrowserUnavailable
 
 
@@ -84,7 +84,7 @@ def test_a_new_session_the_driver_never_answers_fails_after_the_timeout(
 def _ignores_sigterm() -> int:
     """A child in a process group of its own that ignores SIGTERM, as a wedged driver."""
     code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"
-    pid = driver._spawn_detached([sys.executable, "-c", code])
+    pid = servers.spawn_detached([sys.executable, "-c", code])
     time.sleep(0.5)  # it set its handler
     return pid
 
@@ -106,14 +106,14 @@ def test_a_geckodriver_too_busy_to_answer_is_still_stopped_with_its_group(
     """A geckodriver busy ending its session (waiting for a Firefox to quit) does not
     answer ``/status``; it was then left running with its browser. Its command line still
     names its port, so it is ended — and a process on another port never is."""
-    gecko = driver.LocalGeckodriver(tmp_path, None)
-    port, other = driver._free_port(), driver._free_port()
+    gecko = geckodriver.LocalGeckodriver(tmp_path, None)
+    port, other = servers.free_port(), servers.free_port()
     code = "import time; time.sleep(300)"  # never answers HTTP, as a busy driver
-    busy = driver._spawn_detached([sys.executable, "-c", code, f"--port={port}"])
-    stranger = driver._spawn_detached([sys.executable, "-c", code, f"--port={other}"])
+    busy = servers.spawn_detached([sys.executable, "-c", code, f"--port={port}"])
+    stranger = servers.spawn_detached([sys.executable, "-c", code, f"--port={other}"])
     try:
         (tmp_path / "geckodriver").mkdir()
-        elsewhere = next(p for p in iter(driver._free_port, 0) if p not in (port, other))
+        elsewhere = next(p for p in iter(servers.free_port, 0) if p not in (port, other))
         gecko._write_state(f"http://127.0.0.1:{port}", pid=busy)
         gecko._write_state(f"http://127.0.0.1:{elsewhere}", pid=stranger)  # a reused pid
         assert gecko.stop(f"http://127.0.0.1:{port}")
@@ -131,7 +131,7 @@ def test_a_group_left_with_only_a_zombie_counts_as_gone() -> None:
     """An exited browser helper stays a zombie until init reaps it (every 2 s on the CI
     machine's init; never under one that does not reap); waiting for it cost 1.5 s of
     every Firefox close. Here the zombie is our own unreaped child, so it stays."""
-    pid = driver._spawn_detached(["/bin/sh", "-c", "exit 0"])
+    pid = servers.spawn_detached(["/bin/sh", "-c", "exit 0"])
     try:
         while (
             Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0]
@@ -159,7 +159,7 @@ def test_ending_a_driver_another_process_started_does_not_wait_on_its_zombie(
         f"open({str(note)!r}, 'w').write(str(child))\n"
         "time.sleep(300)\n"
     )
-    parent = driver._spawn_detached([sys.executable, "-c", code])
+    parent = servers.spawn_detached([sys.executable, "-c", code])
     try:
         while not (note.exists() and note.read_text()):
             time.sleep(0.01)
@@ -179,8 +179,8 @@ def test_a_stale_ref_whose_port_went_to_another_browser_never_ends_that_browser(
     given again to a new driver of another tenant's browser. Ending the dead browser by
     its ref (a dead process's warm pool, the reaper, a session's record) must not kill
     the new one, nor hand the new one the dead one's profile."""
-    gecko = driver.LocalGeckodriver(tmp_path, Path(sys.executable))
-    port = driver._free_port()
+    gecko = geckodriver.LocalGeckodriver(tmp_path, Path(sys.executable))
+    port = servers.free_port()
     url = f"http://127.0.0.1:{port}"
     folder = tmp_path / "geckodriver"
     folder.mkdir()
@@ -190,9 +190,9 @@ def test_a_stale_ref_whose_port_went_to_another_browser_never_ends_that_browser(
     dead = {"pid": 2**22 + 1, "profile": str(stale_profile), "session": "dead-session"}
     (folder / f"{port}.json").write_text(json.dumps(dead), encoding="utf-8")
     code = "import time; time.sleep(300)"
-    new = driver._spawn_detached([sys.executable, "-c", code, f"--port={port}"])
-    monkeypatch.setattr(driver, "_free_port", lambda: port)
-    monkeypatch.setattr(driver, "_launch_driver", lambda *a, **k: new)
+    new = servers.spawn_detached([sys.executable, "-c", code, f"--port={port}"])
+    monkeypatch.setattr(servers, "free_port", lambda: port)
+    monkeypatch.setattr(servers, "launch_driver", lambda *a, **k: new)
     try:
         assert gecko._launch(1.0) == url
         assert gecko.profile(url) is None  # not the dead browser's profile
@@ -216,7 +216,7 @@ def test_a_driver_and_its_browsers_get_no_sitekeep_setting(
     monkeypatch.setenv("SITEKEEP_METRICS_TOKEN", "dummy-scrape-token-value")
     out = tmp_path / "environ"
     code = f"import os; open({str(out)!r}, 'w').write(repr(dict(os.environ)))"
-    pid = driver._spawn_detached([sys.executable, "-c", code], {"MOZ_EXAMPLE": "1"})
+    pid = servers.spawn_detached([sys.executable, "-c", code], {"MOZ_EXAMPLE": "1"})
     os.waitpid(pid, 0)
     seen = out.read_text(encoding="utf-8")
     assert "dummy-master-key-value" not in seen and "SITEKEEP_" not in seen
@@ -229,7 +229,7 @@ def test_a_chromedriver_keeps_its_browsers_profiles_in_a_private_tmp_removed_wit
     """chromedriver makes each browser's profile in ``TMPDIR`` and sometimes leaves it
     (the CI run where ``sitekeep stop`` left ``org.chromium.Chromium.scoped_dir.*``): its
     TMPDIR is a private folder, gone when it stops — and when it died, with the next start."""
-    local = driver.LocalChromedriver(tmp_path, Path("/usr/bin/chromedriver"))
+    local = chromedriver.LocalChromedriver(tmp_path, Path("/usr/bin/chromedriver"))
     local.ensure()
     state = json.loads((tmp_path / "chromedriver.json").read_text(encoding="utf-8"))
     first = Path(state["tmp"])
@@ -253,14 +253,14 @@ def test_a_chromedriver_keeps_its_browsers_profiles_in_a_private_tmp_removed_wit
 def test_a_state_file_naming_any_other_folder_removes_nothing(
     tmp_path: Path, recorded: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A state file is data: only a folder :func:`driver.driver_tmp` could have made is
+    """A state file is data: only a folder :func:`servers.driver_tmp` could have made is
     ever removed — a tampered file naming a folder outside the temp dir, one inside it
     not named so, or a path climbing out of it removes nothing. Every folder here lies in
     ``tmp_path``: a test of a guard never names a real system folder (this one named
     ``/etc`` once, and broken on purpose it removed the machine's ``/etc``)."""
     system = tmp_path / "system"
     system.mkdir()
-    monkeypatch.setattr(driver.tempfile, "tempdir", str(system))
+    monkeypatch.setattr(servers.tempfile, "tempdir", str(system))
     victims = [tmp_path / "outside", system / "not-ours", tmp_path / "sitekeep-driver-x"]
     for victim in victims:
         victim.mkdir()
@@ -268,19 +268,19 @@ def test_a_state_file_naming_any_other_folder_removes_nothing(
     state = tmp_path / "1.json"
     path = recorded.format(root=tmp_path, tmp=system)
     state.write_text(json.dumps({"pid": 2**22 + 7, "tmp": path}), encoding="utf-8")
-    driver.stop_recorded(state, "http://127.0.0.1:1")
+    servers.stop_recorded(state, "http://127.0.0.1:1")
     assert all((victim / "kept").is_file() for victim in victims)
 
 
 def test_a_folder_driver_tmp_made_is_removed_from_a_state_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The guard's other side: a folder :func:`driver.driver_tmp` made goes with its state."""
-    monkeypatch.setattr(driver.tempfile, "tempdir", str(tmp_path))
-    made = driver.driver_tmp()
+    """The guard's other side: a folder :func:`servers.driver_tmp` made goes with its state."""
+    monkeypatch.setattr(servers.tempfile, "tempdir", str(tmp_path))
+    made = servers.driver_tmp()
     state = tmp_path / "1.json"
     state.write_text(json.dumps({"pid": 2**22 + 7, "tmp": str(made)}), encoding="utf-8")
-    driver.stop_recorded(state, "http://127.0.0.1:1")
+    servers.stop_recorded(state, "http://127.0.0.1:1")
     assert made.parent == tmp_path and not made.exists() and not state.exists()
 
 
@@ -289,8 +289,8 @@ def test_a_sweep_removes_only_profiles_no_live_browser_holds(
 ) -> None:
     """``sweep_profiles`` keeps a profile whose ``SingletonLock`` names a live pid (a
     browser running long) and one younger than a start takes; removes the others."""
-    monkeypatch.setattr(driver.tempfile, "tempdir", str(tmp_path))
-    private = driver.driver_tmp()
+    monkeypatch.setattr(servers.tempfile, "tempdir", str(tmp_path))
+    private = servers.driver_tmp()
     (tmp_path / "data").mkdir()
     state = {"pid": 2**22 + 7, "port": 1, "tmp": str(private)}
     (tmp_path / "data" / "chromedriver.json").write_text(json.dumps(state), encoding="utf-8")
@@ -308,7 +308,7 @@ def test_a_sweep_removes_only_profiles_no_live_browser_holds(
             (profile / "SingletonLock").symlink_to(lock)
         if age is not None:
             os.utime(profile, (age, age))
-    local = driver.LocalChromedriver(tmp_path / "data", Path("/usr/bin/chromedriver"))
+    local = chromedriver.LocalChromedriver(tmp_path / "data", Path("/usr/bin/chromedriver"))
     assert local.sweep_profiles() == 2
     assert {name for name, p in profiles.items() if p.exists()} == {"live", "starting"}
 
@@ -335,7 +335,7 @@ def test_a_driver_inherits_no_descriptor_but_its_stdio_and_the_ones_handed_to_it
         f"open({str(out)!r}, 'w').write(repr((is_open({stray}), is_open(3))))\n"
     )
     try:
-        pid = driver._spawn_detached([sys.executable, "-c", code], fds={3: given})
+        pid = servers.spawn_detached([sys.executable, "-c", code], fds={3: given})
         os.waitpid(pid, 0)
         assert out.read_text(encoding="utf-8") == "(False, True)"
         assert os.read(given_read, 16) == b"given"
@@ -353,14 +353,14 @@ def test_every_driver_state_file_is_readable_by_this_user_only(
     key to drive that signed-in browser over the driver's unauthenticated port."""
     private = tmp_path / "private"
     private.mkdir()
-    monkeypatch.setattr(driver, "driver_tmp", lambda: private)
-    monkeypatch.setattr(driver, "_launch_driver", lambda *a, **k: 2**22 + 1)
+    monkeypatch.setattr(servers, "driver_tmp", lambda: private)
+    monkeypatch.setattr(servers, "launch_driver", lambda *a, **k: 2**22 + 1)
     old = os.umask(0o022)
     try:
-        gecko = driver.LocalGeckodriver(tmp_path, Path(sys.executable))
+        gecko = geckodriver.LocalGeckodriver(tmp_path, Path(sys.executable))
         url = gecko._launch(1.0)
         gecko.record_session(url, "dummy-session")
-        chrome = driver.LocalChromedriver(tmp_path, Path(sys.executable))
+        chrome = chromedriver.LocalChromedriver(tmp_path, Path(sys.executable))
         chrome._start(1.0)
     finally:
         os.umask(old)
@@ -403,9 +403,9 @@ def test_a_firefox_profile_copy_is_in_a_folder_only_this_user_can_enter(
     (template / "prefs.js").write_text("// dummy\n", encoding="utf-8")
     private = tmp_path / "private"
     private.mkdir()
-    monkeypatch.setattr(driver, "driver_tmp", lambda: private)
-    monkeypatch.setattr(driver, "_launch_driver", lambda *a, **k: 2**22 + 1)
-    gecko = driver.LocalGeckodriver(data, Path(sys.executable))
+    monkeypatch.setattr(servers, "driver_tmp", lambda: private)
+    monkeypatch.setattr(servers, "launch_driver", lambda *a, **k: 2**22 + 1)
+    gecko = geckodriver.LocalGeckodriver(data, Path(sys.executable))
     monkeypatch.setattr(gecko, "template", lambda firefox: template)
     old = os.umask(0o022)
     try:
@@ -422,7 +422,7 @@ def test_a_port_for_a_driver_is_free_and_never_one_the_kernel_hands_out_itself()
     """Ports handed to a driver or to Firefox's remote agent lie below the ephemeral range,
     so no bind(0) or outgoing connection takes one before the program binds it."""
     low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    ports = [driver._free_port() for _ in range(20)]
+    ports = [servers.free_port() for _ in range(20)]
     assert all(1024 <= p < low for p in ports), ports
     assert len(set(ports)) > 15, "a random pick keeps launches apart"
     with socket.socket() as s:

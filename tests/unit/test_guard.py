@@ -32,7 +32,7 @@ class FakeConn:
     async def subscribe(self, events: list[str]) -> None:
         pass
 
-    async def send(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def send(self, method: str, params: dict[str, Any], **_: Any) -> dict[str, Any]:
         self.sent.append((method, params))
         return {"intercept": f"i{len(self.sent)}"} if method == "network.addIntercept" else {}
 

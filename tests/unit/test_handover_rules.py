@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from sitekeep.address import Refused, ServerAddress
+from sitekeep.browser import wire
 from sitekeep.browser.handover_bidi import IN_FLIGHT, BidiGate, BidiRefusal
 from sitekeep.browser.handover_classic import (
     Refusal,
@@ -324,7 +325,7 @@ def test_ids_are_the_relays_own_upstream_and_the_clients_in_answers() -> None:
     _, answer = g.answer({"type": "success", "id": second.ident, "result": {}})
     assert answer == {"type": "success", "id": 7, "result": {}}
     assert g.answer({"type": "success", "id": second.ident, "result": {}}) == (None, None)
-    own = g.own("browsingContext.getTree", {})
+    own = g.own(wire.browsing_context_get_tree())
     assert g.answer({"type": "success", "id": own.ident, "result": {}}) == (own.ident, None)
 
 

@@ -225,10 +225,14 @@ async def test_a_failed_command_leaves_the_state_unknown_and_a_release_makes_it_
 
 
 def test_no_module_but_the_gate_sends_input_to_a_browser() -> None:
-    sends = re.compile(r"""\.send\(\s*["']input\.""")
+    """Input commands are built only by the wire (``browser.wire.input``) and sent only by
+    the gate; no module spells their names (``test_wire``)."""
+    sends = re.compile(
+        r"input_(perform|release)_actions\(|\.send\(\s*(wire\.)?INPUT_|Command\(\s*INPUT_"
+    )
     senders = {
         str(path.relative_to(SRC))
         for path in SRC.rglob("*.py")
         if sends.search(path.read_text(encoding="utf-8"))
     }
-    assert senders == {"browser/inputs.py"}
+    assert senders == {"browser/inputs.py", "browser/wire/input.py"}

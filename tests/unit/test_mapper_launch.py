@@ -68,7 +68,7 @@ def launched(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Launch
         return 4242
 
     made: list[Path] = []
-    monkeypatch.setattr(mapper, "_launch_driver", record)
+    monkeypatch.setattr(mapper, "launch_driver", record)
     yield seen
     for folder in made:  # the driver's private TMPDIR, made in the real temp dir
         shutil.rmtree(folder, ignore_errors=True)

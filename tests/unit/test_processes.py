@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sitekeep.browser import driver, processes
+from sitekeep.browser import processes, servers
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def browser(folder: Path, started: list[int], *, leader_exits: bool = False) -> 
         f"time.sleep({0 if leader_exits else 300})\n"
     )
     note = folder.parent / f"child-{len(started)}"
-    leader = driver._spawn_detached(
+    leader = servers.spawn_detached(
         [sys.executable, "-c", code, f"--user-data-dir={folder}/profile", str(note)]
     )
     started.append(leader)

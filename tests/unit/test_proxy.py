@@ -9,7 +9,6 @@ from typing import Any
 import anyio
 import pytest
 
-from sitekeep.browser.driver import SessionSpec, _chromium_options, _firefox_options
 from sitekeep.browser.proxy import (
     PROBE_URL,
     ProxyAuth,
@@ -17,6 +16,7 @@ from sitekeep.browser.proxy import (
     pac_capability,
     pac_script,
 )
+from sitekeep.browser.webdriver import SessionSpec, _chromium_options, _firefox_options
 from sitekeep.errors import InvalidInput
 
 PASSWORD = "dummy-proxy-pass"
@@ -118,7 +118,7 @@ class FakeConn:
     def __init__(self) -> None:
         self.sent: list[tuple[str, dict[str, Any]]] = []
 
-    async def send(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def send(self, method: str, params: dict[str, Any], **_: Any) -> dict[str, Any]:
         self.sent.append((method, params))
         return {}
 

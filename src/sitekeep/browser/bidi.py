@@ -20,7 +20,7 @@ and research/bidi-spike.md §4, §9 on this machine):
 * **Grid.** A Selenium Grid relays BiDi at ``ws://<grid>/session/<id>/se/bidi``; this client
   speaks to any such URL as it speaks to chromedriver's own.
 
-Selenium still creates sessions and manages drivers (``browser.driver``).
+Selenium still creates sessions (``browser.webdriver``).
 
 **A dead browser is noticed at once** (issue #8 item 9). When the browser dies, the
 socket closes (chromedriver, geckodriver) and every pending command fails with
@@ -42,11 +42,12 @@ import json
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import websockets
 from websockets.asyncio.client import ClientConnection
 
+from sitekeep.browser import wire
 from sitekeep.errors import BidiError, BidiTimeout, BrowserUnavailable
 
 __all__ = ["BidiConnection", "GoneProbe", "Listener", "ack_at_once", "open_socket"]
@@ -58,6 +59,7 @@ _WIRE.setLevel(logging.WARNING)
 and frames carry cookie values and proxy passwords, so it never logs below WARNING."""
 
 T = TypeVar("T")
+P = TypeVar("P")
 
 Listener = Callable[[dict[str, Any]], None]
 """Called in the reader task with an event's ``params``; must not block."""
@@ -163,17 +165,21 @@ class BidiConnection:
         result: dict[str, Any] = message.get("result") or {}
         return result
 
-    def add_listener(self, event: str, listener: Listener) -> Callable[[], None]:
-        """Route ``event`` (e.g. ``network.beforeRequestSent``) to ``listener``.
+    def add_listener(
+        self, event: wire.Event[P], listener: Callable[[P], None]
+    ) -> Callable[[], None]:
+        """Route ``event`` (e.g. ``wire.NETWORK_BEFORE_REQUEST_SENT``) to ``listener``,
+        which gets its params.
 
         Listening is local: the browser sends the event only while a subscription
         (:meth:`subscribe`) covers it. Returns a function that removes the listener.
         """
-        self._listeners.setdefault(event, []).append(listener)
+        routed = cast(Listener, listener)
+        self._listeners.setdefault(event, []).append(routed)
 
         def remove() -> None:
             with contextlib.suppress(ValueError):
-                self._listeners.get(event, []).remove(listener)
+                self._listeners.get(event, []).remove(routed)
 
         return remove
 
@@ -183,15 +189,12 @@ class BidiConnection:
         Returns:
             The subscription id, for :meth:`unsubscribe`.
         """
-        params: dict[str, Any] = {"events": list(events)}
-        if contexts:
-            params["contexts"] = list(contexts)
-        result = await self.send("session.subscribe", params)
+        result = await wire.call(self, wire.session_subscribe(events, contexts))
         return str(result.get("subscription", ""))
 
     async def unsubscribe(self, subscription: str) -> None:
         """``session.unsubscribe`` by id (the form Chromium and Firefox both accept)."""
-        await self.send("session.unsubscribe", {"subscriptions": [subscription]})
+        await wire.call(self, wire.session_unsubscribe([subscription]))
 
     def unsubscribe_soon(self, subscription: str) -> None:
         """:meth:`unsubscribe` without waiting for the answer, for a caller whose

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sitekeep.browser import wire
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.scripts import READ
 from sitekeep.cookies import from_bidi, value_lost
@@ -69,7 +70,7 @@ async def read_cookies(browser: LiveBrowser, lost: list[Cookie] | None = None) -
         lost: when given, cookies whose value the browser reported without some of its
             bytes (``cookies.value_lost``) go here instead of into the result.
     """
-    result = await browser.conn.send("storage.getCookies", {})
+    result = await wire.call(browser.conn, wire.storage_get_cookies())
     kind = browser.ref.kind
     jar: list[Cookie] = []
     for raw in result.get("cookies", []):
@@ -149,8 +150,8 @@ async def live_reads(browser: LiveBrowser, spare_contexts: Sequence[str] = ()) -
 async def _other_reads(browser: LiveBrowser, spare_contexts: Sequence[str]) -> list[DocRead]:
     """READ in every live document but the main tab's."""
     tree, found = await asyncio.gather(
-        browser.conn.send("browsingContext.getTree", {}),
-        browser.conn.send("script.getRealms", {"type": "window"}),
+        wire.call(browser.conn, wire.browsing_context_get_tree()),
+        wire.call(browser.conn, wire.script_get_realms(kind="window")),
     )
     realms: dict[str, str] = {}
     for realm in found.get("realms", []):
@@ -169,7 +170,7 @@ async def frames_by_origin(
     browser: LiveBrowser, tab: str, members: Sequence[str]
 ) -> dict[str, str]:
     """origin → context of a spare page on ``members[0]`` with frames on the rest."""
-    tree = await browser.conn.send("browsingContext.getTree", {"root": tab})
+    tree = await wire.call(browser.conn, wire.browsing_context_get_tree(root=tab))
     by_origin: dict[str, str] = {}
     for node in tree.get("contexts", []):
         by_origin[members[0]] = str(node["context"])

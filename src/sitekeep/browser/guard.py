@@ -22,10 +22,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
 from urllib.parse import urlsplit
 
 from sitekeep.address import Refused, ServerAddress, port_of, system_resolve
+from sitekeep.browser import wire
 from sitekeep.browser.bidi import BidiConnection
 from sitekeep.errors import BidiError, BrowserUnavailable
 
@@ -33,7 +33,6 @@ __all__ = ["OwnAddressGuard", "reaches_refused"]
 
 log = logging.getLogger(__name__)
 
-_EVENT = "network.beforeRequestSent"
 _DEFAULT_PORTS = (80, 443)
 _RESOLVE_TIMEOUT = 2.0
 
@@ -64,8 +63,8 @@ class OwnAddressGuard:
             BidiError, BrowserUnavailable: the browser refused or went away.
         """
         self._conn = conn
-        conn.add_listener(_EVENT, self._on_request)
-        await conn.subscribe([_EVENT])
+        conn.add_listener(wire.NETWORK_BEFORE_REQUEST_SENT, self._on_request)
+        await conn.subscribe([wire.NETWORK_BEFORE_REQUEST_SENT])
         ports = self._own.ports
         if ports & set(_DEFAULT_PORTS):
             await self._intercept(None)
@@ -76,12 +75,13 @@ class OwnAddressGuard:
 
     async def _intercept(self, ports: list[int] | None) -> None:
         assert self._conn is not None
-        params: dict[str, Any] = {"phases": ["beforeRequestSent"]}
+        patterns: list[wire.UrlPattern] | None = None
         if ports is None:
             self._everything = True
         else:
-            params["urlPatterns"] = [{"type": "pattern", "port": str(p)} for p in ports]
-        result = await self._conn.send("network.addIntercept", params)
+            patterns = [{"type": "pattern", "port": str(p)} for p in ports]
+        command = wire.network_add_intercept(["beforeRequestSent"], url_patterns=patterns)
+        result = await wire.call(self._conn, command)
         self._intercepts.add(str(result.get("intercept", "")))
 
     async def _on_new_port(self, port: int) -> None:
@@ -92,7 +92,7 @@ class OwnAddressGuard:
         except (BidiError, BrowserUnavailable):  # a browser going away needs no guard
             log.info("could not add an intercept for a new endpoint: the browser is gone")
 
-    def _on_request(self, params: dict[str, Any]) -> None:
+    def _on_request(self, params: wire.RequestParams) -> None:
         intercepts = set(params.get("intercepts") or [])
         if not params.get("isBlocked") or not intercepts & self._intercepts:
             return
@@ -116,9 +116,9 @@ class OwnAddressGuard:
             log.info("refused a browser request to the sitekeep server or a driver")
         elif not alone:
             return
-        method = "network.failRequest" if own else "network.continueRequest"
+        answer = wire.network_fail_request if own else wire.network_continue_request
         with contextlib.suppress(BidiError, BrowserUnavailable):
-            await self._conn.send(method, {"request": request})
+            await wire.call(self._conn, answer(request))
 
     async def _reaches(self, url: str) -> bool:
         return await reaches_refused(self._own, url)

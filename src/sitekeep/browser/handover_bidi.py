@@ -55,6 +55,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.protocol import State
 
 from sitekeep.address import Refused
+from sitekeep.browser import wire
 from sitekeep.browser.bidi import ack_at_once, open_socket
 from sitekeep.browser.scrub import Scrubber
 from sitekeep.errors import SitekeepError
@@ -103,25 +104,27 @@ CLEAN_UP_WITHIN = 2.0
 
 _CLOSE = "end the browser with DELETE /v1/sessions/{key}/browser instead"
 _REFUSED = {
-    "session.new": "a handover drives its one session; open another with POST /v1/sessions",
-    "session.end": f"the session is sitekeep's: {_CLOSE}",
-    "browser.close": f"the browser is sitekeep's: {_CLOSE}",
-    "browser.setDownloadBehavior": "downloads would be written on the machine the browser runs on",
-    "input.setFiles": "files would be read from the machine the browser runs on",
+    wire.SESSION_NEW: "a handover drives its one session; open another with POST /v1/sessions",
+    wire.SESSION_END: f"the session is sitekeep's: {_CLOSE}",
+    wire.BROWSER_CLOSE: f"the browser is sitekeep's: {_CLOSE}",
+    wire.BROWSER_SET_DOWNLOAD_BEHAVIOR: (
+        "downloads would be written on the machine the browser runs on"
+    ),
+    wire.INPUT_SET_FILES: "files would be read from the machine the browser runs on",
 }
 _CONTINUATIONS = frozenset(
     {
-        "network.continueRequest",
-        "network.continueResponse",
-        "network.continueWithAuth",
-        "network.failRequest",
-        "network.provideResponse",
+        wire.NETWORK_CONTINUE_REQUEST,
+        wire.NETWORK_CONTINUE_RESPONSE,
+        wire.NETWORK_CONTINUE_WITH_AUTH,
+        wire.NETWORK_FAIL_REQUEST,
+        wire.NETWORK_PROVIDE_RESPONSE,
     }
 )
-_BLOCKING = frozenset(
-    {"network.beforeRequestSent", "network.responseStarted", "network.authRequired"}
+_BLOCKING: frozenset[str] = frozenset(
+    {wire.NETWORK_BEFORE_REQUEST_SENT, wire.NETWORK_RESPONSE_STARTED, wire.NETWORK_AUTH_REQUIRED}
 )
-_FINISHED = frozenset({"network.responseCompleted", "network.fetchError"})
+_FINISHED: frozenset[str] = frozenset({wire.NETWORK_RESPONSE_COMPLETED, wire.NETWORK_FETCH_ERROR})
 _MAX_ID = 2**53 - 1
 
 
@@ -200,9 +203,9 @@ class BidiGate:
             raise BidiRefusal(ident, "unknown error", f"{IN_FLIGHT} commands are unanswered")
         return self._ask(ident, method, params, released)
 
-    def own(self, method: str, params: dict[str, Any]) -> Outbound:
+    def own(self, command: wire.Command[Any]) -> Outbound:
         """A command of the relay's own (its answer goes to the relay, never the client)."""
-        return self._ask(None, method, params, "")
+        return self._ask(None, command.method, dict(command.params), "")
 
     def _ask(self, ident: int | None, method: str, params: dict[str, Any], url: str) -> Outbound:
         up = next(self._ids)
@@ -228,26 +231,27 @@ class BidiGate:
 
     def _argument_refused(self, method: str, params: dict[str, Any]) -> str | None:
         """Why an argument of the command reaches beyond the browser, or None."""
-        if method == "browsingContext.navigate":
+        if method == wire.BROWSING_CONTEXT_NAVIGATE:
             try:
                 check_url(params.get("url"), own=self._own, own_origins=self._own_origins)  # type: ignore[arg-type]
             except SitekeepError as exc:
                 return f"url: {exc.message}"
-        if method == "session.subscribe":
+        if method == wire.SESSION_SUBSCRIBE:
             events = params.get("events")
             if not isinstance(events, list) or any(":" in str(e) for e in events):
                 return "sitekeep: events of the spec's modules only"
-        if method == "browser.createUserContext" and "proxy" in params:
+        if method == wire.BROWSER_CREATE_USER_CONTEXT and "proxy" in params:
             return "sitekeep: a user context takes no proxy here"
         return None
 
     def _check_own(self, ident: int, method: str, params: dict[str, Any]) -> None:
         made = {
-            "network.removeIntercept": (self.intercepts, [params.get("intercept")]),
-            "script.removePreloadScript": (self.preloads, [params.get("script")]),
-            "session.unsubscribe": (self.subscriptions, params.get("subscriptions")),
+            wire.NETWORK_REMOVE_INTERCEPT: (self.intercepts, [params.get("intercept")]),
+            wire.SCRIPT_REMOVE_PRELOAD_SCRIPT: (self.preloads, [params.get("script")]),
+            wire.SESSION_UNSUBSCRIBE: (self.subscriptions, params.get("subscriptions")),
         }.get(method)
-        if made is None or (method == "session.unsubscribe" and "subscriptions" not in params):
+        unsubscribe = method == wire.SESSION_UNSUBSCRIBE
+        if made is None or (unsubscribe and "subscriptions" not in params):
             return
         ids, asked = made
         if not isinstance(asked, list) or not all(i in ids for i in asked):
@@ -265,12 +269,12 @@ class BidiGate:
                 "invalid argument",
                 "sitekeep: the request is not blocked by an intercept of this socket",
             )
-        if method == "network.continueRequest" and "url" in params:
+        if method == wire.NETWORK_CONTINUE_REQUEST and "url" in params:
             raise BidiRefusal(
                 ident, "invalid argument", "sitekeep: a request's url is not changed here"
             )
         holders, url = held
-        if holders - self.intercepts and method != "network.failRequest":
+        if holders - self.intercepts and method != wire.NETWORK_FAIL_REQUEST:
             return url  # sitekeep's guard holds it too: released only if it reaches none
         return ""
 
@@ -295,17 +299,17 @@ class BidiGate:
     def _made(self, asked: _Asked, result: Any) -> None:
         result = result if isinstance(result, dict) else {}
         added = {
-            "network.addIntercept": (self.intercepts, result.get("intercept")),
-            "script.addPreloadScript": (self.preloads, result.get("script")),
-            "session.subscribe": (self.subscriptions, result.get("subscription")),
+            wire.NETWORK_ADD_INTERCEPT: (self.intercepts, result.get("intercept")),
+            wire.SCRIPT_ADD_PRELOAD_SCRIPT: (self.preloads, result.get("script")),
+            wire.SESSION_SUBSCRIBE: (self.subscriptions, result.get("subscription")),
         }.get(asked.method)
         if added is not None and isinstance(added[1], str):
             added[0].add(added[1])
-        if asked.method == "network.removeIntercept":
+        if asked.method == wire.NETWORK_REMOVE_INTERCEPT:
             self.intercepts.discard(str(asked.params.get("intercept")))
-        elif asked.method == "script.removePreloadScript":
+        elif asked.method == wire.SCRIPT_REMOVE_PRELOAD_SCRIPT:
             self.preloads.discard(str(asked.params.get("script")))
-        elif asked.method == "session.unsubscribe":
+        elif asked.method == wire.SESSION_UNSUBSCRIBE:
             self.subscriptions.difference_update(asked.params.get("subscriptions") or [])
         elif asked.method in _CONTINUATIONS:
             self._blocked.pop(str(asked.params.get("request")), None)
@@ -330,8 +334,8 @@ class BidiGate:
     def clean_up(self) -> list[Outbound]:
         """The relay's commands that remove what this socket made, as it ends."""
         return [
-            *(self.own("network.removeIntercept", {"intercept": i}) for i in self.intercepts),
-            *(self.own("script.removePreloadScript", {"script": s}) for s in self.preloads),
+            *(self.own(wire.network_remove_intercept(i)) for i in self.intercepts),
+            *(self.own(wire.script_remove_preload_script(s)) for s in self.preloads),
         ]
 
 
@@ -490,17 +494,17 @@ class BidiRelay:
             await self._turn()
         except SitekeepError as exc:
             return "unknown error", f"sitekeep: {exc.message}"
-        if outbound.method == "browsingContext.close" and await self._last_tab(outbound):
+        if outbound.method == wire.BROWSING_CONTEXT_CLOSE and await self._last_tab(outbound):
             return "unsupported operation", f"sitekeep: it is the browser's last tab; {_CLOSE}"
         return None
 
     async def _last_tab(self, outbound: Outbound) -> bool:
-        tree = await self._ask("browsingContext.getTree", {"maxDepth": 0})
+        tree = await self._ask(wire.browsing_context_get_tree(max_depth=0))
         tops = [c.get("context") for c in (tree.get("result") or {}).get("contexts") or []]
         return tops == [outbound.params.get("context")]
 
-    async def _ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        outbound = self._gate.own(method, params)
+    async def _ask(self, command: wire.Command[Any]) -> dict[str, Any]:
+        outbound = self._gate.own(command)
         answer = asyncio.get_running_loop().create_future()
         self._own[outbound.ident] = answer
         try:

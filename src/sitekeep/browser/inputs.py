@@ -50,15 +50,14 @@ import contextlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from sitekeep.browser import wire
 from sitekeep.errors import BidiError, ClipboardNotAllowed
-
-if TYPE_CHECKING:
-    from sitekeep.browser.live import LiveBrowser
 
 __all__ = [
     "DRAG_SLOP",
+    "Gated",
     "Held",
     "InputGate",
     "Refusal",
@@ -324,8 +323,22 @@ class InputGate:
             raise ClipboardNotAllowed(what, does=does, field=field) from None
 
 
+class Gated(Protocol):
+    """What :func:`perform` and :func:`release` need of a browser (a ``LiveBrowser``):
+    its BiDi connection, its main tab and its :class:`InputGate`."""
+
+    @property
+    def conn(self) -> wire.Channel: ...
+
+    @property
+    def context(self) -> str: ...
+
+    @property
+    def input(self) -> InputGate: ...
+
+
 async def perform(
-    browser: LiveBrowser,
+    browser: Gated,
     sources: Sequence[Mapping[str, Any]],
     *,
     secret_typed: bool,
@@ -356,13 +369,13 @@ async def perform(
         await release(browser)
     known, releases = gate.held is not None, gate.releases
     gate.held = None  # until the browser answers
-    params = {"context": browser.context, "actions": list(sources)}
-    await browser.conn.send("input.performActions", params, timeout=timeout)
+    command = wire.input_perform_actions(browser.context, sources)
+    await wire.call(browser.conn, command, timeout=timeout)
     if known and releases == gate.releases:
         gate.held = after
 
 
-async def release(browser: LiveBrowser, *, timeout: float | None = None) -> None:
+async def release(browser: Gated, *, timeout: float | None = None) -> None:
     """``input.releaseActions`` in the main tab: every key and button goes up (W3C WebDriver
     BiDi §7.7.3.2); the gate then knows nothing is held.
 
@@ -373,5 +386,5 @@ async def release(browser: LiveBrowser, *, timeout: float | None = None) -> None
     gate = browser.input
     gate.releases += 1
     gate.held = None
-    await browser.conn.send("input.releaseActions", {"context": browser.context}, timeout=timeout)
+    await wire.call(browser.conn, wire.input_release_actions(browser.context), timeout=timeout)
     gate.held = Held()

@@ -52,7 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sitekeep.browser import inputs
+from sitekeep.browser import inputs, wire
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.errors import (
     BidiError,
@@ -231,22 +231,15 @@ async def _call(
     typing: _Typing, mode: str, text: str, timeout: float, not_after: float
 ) -> dict[str, Any]:
     args = [text, typing.token, typing.host, repr(not_after), mode]
-    result = await typing.browser.conn.send(
-        "script.callFunction",
-        {
-            "functionDeclaration": _CHUNK,
-            "arguments": [
-                {"sharedId": typing.shared_id},
-                *({"type": "string", "value": a} for a in args),
-            ],
-            "target": {"context": typing.browser.context, "sandbox": _SANDBOX},
-            "awaitPromise": False,
-            "resultOwnership": "none",
-        },
-        timeout=timeout,
+    command = wire.script_call_function(
+        _CHUNK,
+        wire.context_target(typing.browser.context, sandbox=_SANDBOX),
+        arguments=[wire.shared_reference(typing.shared_id), *map(wire.local_value, args)],
+        await_promise=False,
     )
+    result = await wire.call(typing.browser.conn, command, timeout=timeout)
     if result.get("type") == "exception":
-        raise BidiError("javascript error", "script.callFunction", "typing check")
+        raise BidiError("javascript error", command.method, "typing check")
     value: dict[str, Any] = json.loads(result["result"]["value"])
     return value
 
@@ -334,7 +327,9 @@ def _error(stop: _Stopped, guard: Guard | None, field: str) -> SitekeepError:
     if stop.typed == 0 and stop.reason == "not editable":
         return InvalidInput("a secret is typed only into a text field", field=field)
     if stop.reason in ("gone", "detached", "moved") and stop.typed == 0:
-        return BidiError("no such node", "script.callFunction", "the element's document is gone")
+        return BidiError(
+            "no such node", wire.SCRIPT_CALL_FUNCTION, "the element's document is gone"
+        )
     return Conflict(
         "typing stopped: the page moved the focus or replaced the element while typing; "
         "what was typed stayed in the element's own document"
@@ -411,5 +406,5 @@ async def _press(typing: _Typing, keys: list[str]) -> None:
             if sent.done():
                 sent.result()
         sent.cancel()
-        raise BidiTimeout("input.performActions", limit)
+        raise BidiTimeout(wire.INPUT_PERFORM_ACTIONS, limit)
     sent.result()

@@ -10,10 +10,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sitekeep.browser import wire
 from sitekeep.browser.bidi import BidiConnection
 from sitekeep.browser.guard import OwnAddressGuard
 from sitekeep.browser.inputs import InputGate
 from sitekeep.browser.samesite import SameSiteLog
+from sitekeep.browser.scripts import REPLACE_LOCATION
 from sitekeep.browser.tracker import LeaveTracker
 from sitekeep.errors import (
     BidiError,
@@ -82,19 +84,18 @@ class LiveBrowser:
         argument into a remote value first; ``bench/save_restore.py --phases``, issue
         #15). Strings still go as ``arguments``: no text of a page or a caller is ever
         spliced into script source."""
-        target = {"realm": realm} if realm else {"context": context or self.context}
+        target = wire.realm_target(realm) if realm else wire.context_target(context or self.context)
         if all(_inline(a) for a in args):
-            method = "script.evaluate"
-            params: dict[str, Any] = {
-                "expression": f"({function})({', '.join(json.dumps(a) for a in args)})",
-            }
+            expression = f"({function})({', '.join(json.dumps(a) for a in args)})"
+            command = wire.script_evaluate(expression, target, await_promise=await_promise)
         else:
-            method = "script.callFunction"
-            params = {"functionDeclaration": function, "arguments": [_local(a) for a in args]}
-        params |= {"target": target, "awaitPromise": await_promise, "resultOwnership": "none"}
-        result = await self.conn.send(method, params)
+            arguments = [wire.local_value(a) for a in args]
+            command = wire.script_call_function(
+                function, target, arguments=arguments, await_promise=await_promise
+            )
+        result = await wire.call(self.conn, command)
         if result.get("type") == "exception":
-            raise BidiError("javascript error", method)
+            raise BidiError("javascript error", command.method)
         return json.loads(result["result"]["value"])
 
     async def page_info(self, context: str | None = None) -> PageInfo:
@@ -135,9 +136,9 @@ class LiveBrowser:
         """
         refused = self.guard.refusals if self.guard is not None else 0
         try:
-            await self.conn.send(
-                "browsingContext.navigate",
-                {"context": context or self.context, "url": url, "wait": "complete"},
+            await wire.call(
+                self.conn,
+                wire.browsing_context_navigate(context or self.context, url, wait="complete"),
                 timeout=self.navigation_timeout,
             )
         except BidiError as exc:
@@ -156,9 +157,7 @@ class LiveBrowser:
             NoHistoryEntry: there is no page that far back or forward.
         """
         try:
-            await self.conn.send(
-                "browsingContext.traverseHistory", {"context": self.context, "delta": delta}
-            )
+            await wire.call(self.conn, wire.browsing_context_traverse_history(self.context, delta))
         except BidiError as exc:
             if exc.code == "no such history entry":
                 raise NoHistoryEntry(delta) from exc
@@ -170,16 +169,14 @@ class LiveBrowser:
         """Wait until the main tab's document has loaded. Right after a traversal the old
         realm may still be going away: a script error then means "try the new one"."""
         deadline = asyncio.get_running_loop().time() + self.navigation_timeout
+        loaded = wire.script_evaluate(
+            _LOADED, wire.context_target(self.context), await_promise=True
+        )
         while True:
             try:
-                await self.conn.send(
-                    "script.evaluate",
-                    {
-                        "expression": _LOADED,
-                        "target": {"context": self.context},
-                        "awaitPromise": True,
-                        "resultOwnership": "none",
-                    },
+                await wire.call(
+                    self.conn,
+                    loaded,
                     timeout=max(0.1, deadline - asyncio.get_running_loop().time()),
                 )
                 return
@@ -195,9 +192,9 @@ class LiveBrowser:
         """One ``browsingContext.load`` subscription for the main tab, for as many
         navigations as the block makes (each :meth:`replace` would otherwise subscribe)."""
         loads = Loads(self.context)
-        remove = self.conn.add_listener("browsingContext.load", loads.on_load)
+        remove = self.conn.add_listener(wire.BROWSING_CONTEXT_LOAD, loads.on_load)
         try:
-            subscription = await self.conn.subscribe(["browsingContext.load"], [self.context])
+            subscription = await self.conn.subscribe([wire.BROWSING_CONTEXT_LOAD], [self.context])
         except BaseException:
             remove()
             raise
@@ -218,18 +215,17 @@ class LiveBrowser:
                 await self.replace(url, timeout=timeout, loads=own)
             return
         loaded = loads.expect()
-        await self.conn.send(
-            "script.callFunction",
-            {
-                "functionDeclaration": "(u) => { location.replace(u); }",
-                "arguments": [_local(url)],
-                "target": {"context": self.context},
-                "awaitPromise": False,
-                "resultOwnership": "none",
-            },
+        await wire.call(
+            self.conn,
+            wire.script_call_function(
+                REPLACE_LOCATION,
+                wire.context_target(self.context),
+                arguments=[wire.local_value(url)],
+                await_promise=False,
+            ),
         )
         limit = timeout or self.navigation_timeout
-        await self.conn.wait_event(loaded, timeout=limit, what="browsingContext.load")
+        await self.conn.wait_event(loaded, timeout=limit, what=wire.BROWSING_CONTEXT_LOAD)
 
 
 class Loads:
@@ -244,7 +240,7 @@ class Loads:
         self._next = asyncio.get_running_loop().create_future()
         return self._next
 
-    def on_load(self, params: dict[str, Any]) -> None:
+    def on_load(self, params: wire.NavigationInfo) -> None:
         if params.get("context") == self._context and self._next and not self._next.done():
             self._next.set_result(None)
 
@@ -253,16 +249,3 @@ def _inline(value: Any) -> bool:
     """Whether ``value`` may be written into script source as JSON: a boolean, None or
     an integer (never text)."""
     return value is None or isinstance(value, bool | int)
-
-
-def _local(value: Any) -> dict[str, Any]:
-    """A BiDi ``script.LocalValue`` for a primitive."""
-    if isinstance(value, bool):
-        return {"type": "boolean", "value": value}
-    if isinstance(value, str):
-        return {"type": "string", "value": value}
-    if isinstance(value, int | float):
-        return {"type": "number", "value": value}
-    if value is None:
-        return {"type": "null"}
-    raise TypeError(f"no BiDi local value for {type(value).__name__}")

@@ -30,41 +30,41 @@ from dataclasses import replace
 import anyio.to_thread
 
 from sitekeep.address import Refused, ServerAddress
+from sitekeep.browser import wire
 from sitekeep.browser.bidi import BidiConnection
-from sitekeep.browser.driver import (
-    LocalChromedriver,
-    LocalGeckodriver,
-    SessionSpec,
-    delete_session,
-    find_geckodriver,
-    session_alive,
-    session_gone,
-    start_session,
-    unreachable,
-    write_private,
-)
+from sitekeep.browser.chromedriver import LocalChromedriver
+from sitekeep.browser.geckodriver import LocalGeckodriver, find_geckodriver
 from sitekeep.browser.guard import OwnAddressGuard
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.mapper import LocalMapper
 from sitekeep.browser.proxy import ProxyAuth, ProxySettings
 from sitekeep.browser.samesite import SameSiteLog
 from sitekeep.browser.scripts import CHANNEL, PRELOAD
+from sitekeep.browser.servers import write_private
 from sitekeep.browser.tracker import LeaveTracker
+from sitekeep.browser.webdriver import (
+    SessionSpec,
+    delete_session,
+    session_alive,
+    session_gone,
+    start_session,
+    unreachable,
+)
 from sitekeep.config import Settings
 from sitekeep.errors import BidiError, BrowserUnavailable
 from sitekeep.model import BrowserKind, BrowserRef
 from sitekeep.sites import load_suffixes
 
-__all__ = ["BrowserManager", "wire"]
+__all__ = ["BrowserManager", "open_live"]
 
 log = logging.getLogger(__name__)
 
 _GONE = frozenset({"invalid session id", "no such window", "session not created"})
-_TRACKED = (
-    "script.message",
-    "browsingContext.contextCreated",
-    "browsingContext.navigationCommitted",
-    "browsingContext.contextDestroyed",
+_TRACKED: tuple[str, ...] = (
+    wire.SCRIPT_MESSAGE,
+    wire.BROWSING_CONTEXT_CONTEXT_CREATED,
+    wire.BROWSING_CONTEXT_NAVIGATION_COMMITTED,
+    wire.BROWSING_CONTEXT_CONTEXT_DESTROYED,
 )
 """What the leave tracker listens to, for the life of the socket."""
 
@@ -168,23 +168,24 @@ class BrowserManager:
 
     @staticmethod
     async def _user_contexts(live: LiveBrowser) -> list[str]:
-        users = await live.conn.send("browser.getUserContexts", {})
+        users = await wire.call(live.conn, wire.browser_get_user_contexts())
         return sorted(str(u.get("userContext")) for u in users.get("userContexts") or [])
 
     async def _proven_empty(self, live: LiveBrowser, born_with: list[str]) -> bool:
         """Whether a pool browser is as it was born: see the module docstring."""
         if live.conn.closed or not live.tracker.pristine or not born_with:
             return False
+
+        async def jars() -> list[wire.GetCookiesResult]:
+            cookies = (wire.storage_get_cookies(user_context=u) for u in born_with)
+            return await asyncio.gather(*(wire.call(live.conn, c) for c in cookies))
+
         # Every question at once: one round trip, not 2 + one per user context.
-        jars = [
-            live.conn.send(
-                "storage.getCookies", {"partition": {"type": "storageKey", "userContext": u}}
-            )
-            for u in born_with
-        ]
         try:
-            tree, users, *found = await asyncio.gather(
-                live.conn.send("browsingContext.getTree", {}), self._user_contexts(live), *jars
+            tree, users, found = await asyncio.gather(
+                wire.call(live.conn, wire.browsing_context_get_tree()),
+                self._user_contexts(live),
+                jars(),
             )
         except (BidiError, BrowserUnavailable):
             return False
@@ -232,7 +233,7 @@ class BrowserManager:
                 await self._end_driver(endpoint)
                 raise
         try:
-            return await self._wire(ref, LeaveTracker.at_birth(), install=True, proxy=proxy)
+            return await self._open_live(ref, LeaveTracker.at_birth(), install=True, proxy=proxy)
         except BaseException:
             await self._end_browser(ref.endpoint, ref.session_id)
             raise
@@ -263,14 +264,14 @@ class BrowserManager:
         self._live.pop(ref.generation, None)
         if self._mapper.owns(ref.endpoint) and not await anyio.to_thread.run_sync(
             self._mapper.running, ref.endpoint, ref.session_id
-        ):  # its port may be anyone's now: not one request to it (driver.PerBrowserServers)
+        ):  # its port may be anyone's now: not one request to it (servers.PerBrowserServers)
             await self._forget_dead(ref)
             return None
         try:
             if not await session_alive(ref.endpoint, ref.session_id):
                 await self._forget_dead(ref)
                 return None
-            return await self._wire(ref, LeaveTracker(), install=False, proxy=proxy)
+            return await self._open_live(ref, LeaveTracker(), install=False, proxy=proxy)
         except BidiError as exc:
             if exc.code in _GONE:
                 return None
@@ -296,7 +297,7 @@ class BrowserManager:
     async def end_orphans(self) -> int:
         """End the browsers this data dir's dead drivers left running — the embedded
         chromedriver's, each geckodriver's and mapper engine's — and forget those drivers
-        (``driver.LocalChromedriver.end_orphans``, ``PerBrowserServers.end_dead``): at
+        (``chromedriver.LocalChromedriver.end_orphans``, ``PerBrowserServers.end_dead``): at
         start, by the reaper, when a browser is found gone. How many drivers or
         processes were found dead."""
         if self._settings.webdriver_url:
@@ -326,7 +327,7 @@ class BrowserManager:
             return True
         return here and await unreachable(endpoint)
 
-    async def _wire(
+    async def _open_live(
         self,
         ref: BrowserRef,
         tracker: LeaveTracker,
@@ -340,7 +341,7 @@ class BrowserManager:
         await self.own_address.add(ref.ws_url)
         if ref.debugger:  # Chromium's DevTools HTTP endpoint (GET /json/close/… closes tabs)
             await self.own_address.add(f"http://{ref.debugger}")
-        live = await wire(
+        live = await open_live(
             ref,
             tracker,
             install=install,
@@ -504,7 +505,7 @@ def _pid_alive(name: str) -> bool:
     return True
 
 
-async def wire(
+async def open_live(
     ref: BrowserRef,
     tracker: LeaveTracker,
     *,
@@ -530,30 +531,26 @@ async def wire(
     same_site = SameSiteLog()
     events: tuple[str, ...] = _TRACKED
     if ref.kind == "chromium":  # it reports unspecified SameSite as none (browser.samesite)
-        conn.add_listener("network.responseCompleted", same_site.on_response_completed)
-        events = (*_TRACKED, "network.responseCompleted")
+        conn.add_listener(wire.NETWORK_RESPONSE_COMPLETED, same_site.on_response_completed)
+        events = (*_TRACKED, wire.NETWORK_RESPONSE_COMPLETED)
     try:
         if guard is not None:
             await guard.install(conn)
         if proxy is not None and proxy.has_credentials:
             await ProxyAuth(proxy).install(conn, probe=ref.kind == "chromium")
-        for event, listener in (
-            ("script.message", tracker.on_message),
-            ("browsingContext.contextCreated", tracker.on_context_created),
-            ("browsingContext.navigationCommitted", tracker.on_navigation_committed),
-            ("browsingContext.contextDestroyed", tracker.on_context_destroyed),
-        ):
-            conn.add_listener(event, listener)
+        conn.add_listener(wire.SCRIPT_MESSAGE, tracker.on_message)
+        conn.add_listener(wire.BROWSING_CONTEXT_CONTEXT_CREATED, tracker.on_context_created)
+        conn.add_listener(
+            wire.BROWSING_CONTEXT_NAVIGATION_COMMITTED, tracker.on_navigation_committed
+        )
+        conn.add_listener(wire.BROWSING_CONTEXT_CONTEXT_DESTROYED, tracker.on_context_destroyed)
         conn.on_close(tracker.lost)
         await conn.subscribe(events)
         if install:
-            await conn.send(
-                "script.addPreloadScript",
-                {
-                    "functionDeclaration": PRELOAD,
-                    "arguments": [{"type": "channel", "value": {"channel": CHANNEL}}],
-                },
+            preload = wire.script_add_preload_script(
+                PRELOAD, arguments=[wire.channel_value(CHANNEL)]
             )
+            await wire.call(conn, preload)
         context = await _main_context(conn, ref.context)
     except BaseException:
         await conn.close()
@@ -570,13 +567,13 @@ async def wire(
 
 
 async def _main_context(conn: BidiConnection, wanted: str) -> str:
-    tree = await conn.send("browsingContext.getTree", {"maxDepth": 0})
+    tree = await wire.call(conn, wire.browsing_context_get_tree(max_depth=0))
     contexts = [str(c["context"]) for c in tree.get("contexts", [])]
     if wanted in contexts:
         return wanted
     if contexts:
         return contexts[0]
-    created = await conn.send("browsingContext.create", {"type": "tab"})
+    created = await wire.call(conn, wire.browsing_context_create())
     return str(created["context"])
 
 

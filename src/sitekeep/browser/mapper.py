@@ -10,7 +10,7 @@ between the mapper and Chromium, as inside chromedriver.
 Each browser gets one Node process (``mapper_node/server.mjs``, the npm package
 ``chromium-bidi`` pinned in ``mapper_node/package.json``, installed by
 ``scripts/setup-mapper.sh``, never at run time). sitekeep builds Chromium's whole command
-line (the flags of ``driver.CHROMIUM_ARGS``, the settings' ``browser_args``, the proxy,
+line (the flags of ``webdriver.CHROMIUM_ARGS``, the settings' ``browser_args``, the proxy,
 a fresh ``--user-data-dir``); the Node process starts it as its child, in its own
 process group, detached from sitekeep so the browser outlives a restarted server
 (stateless reattach, SPEC §2). It listens on one loopback port:
@@ -47,13 +47,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sitekeep.browser.driver import (
-    CHROMIUM_ARGS,
-    PerBrowserServers,
-    _launch_driver,
-    driver_tmp,
-    write_private,
-)
+from sitekeep.browser.servers import PerBrowserServers, driver_tmp, launch_driver, write_private
+from sitekeep.browser.webdriver import CHROMIUM_ARGS
 from sitekeep.errors import BrowserUnavailable
 from sitekeep.model import BrowserRef
 
@@ -235,7 +230,7 @@ class LocalMapper(PerBrowserServers):
             env = {"BIDI_MAPPER_CONFIG": json.dumps(config)}
             private = driver_tmp()
             try:
-                pid = _launch_driver(
+                pid = launch_driver(
                     argv, url, timeout, env, tmp=private, fds={3: listener.fileno()}
                 )
             except BrowserUnavailable:

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sitekeep.browser import inputs
+from sitekeep.browser import inputs, wire
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.errors import (
     QUOTED_MAX,
@@ -161,16 +161,13 @@ async def snapshot(browser: LiveBrowser) -> tuple[list[Element], list[str], int]
         (elements, their BiDi ``sharedId``s in the same order, total found before the
         ``MAX_ELEMENTS`` limit).
     """
-    result = await browser.conn.send(
-        "script.callFunction",
-        {
-            "functionDeclaration": _SNAPSHOT,
-            "target": {"context": browser.context},
-            "awaitPromise": False,
-            "resultOwnership": "none",
-            "serializationOptions": {"maxDomDepth": 0, "maxObjectDepth": 1},
-        },
+    command = wire.script_call_function(
+        _SNAPSHOT,
+        wire.context_target(browser.context),
+        await_promise=False,
+        serialization_options={"maxDomDepth": 0, "maxObjectDepth": 1},
     )
+    result = await wire.call(browser.conn, command)
     _raise_on_exception(result, "snapshot")
     items = result["result"]["value"]
     head = json.loads(items[0]["value"])
@@ -182,7 +179,7 @@ async def snapshot(browser: LiveBrowser) -> tuple[list[Element], list[str], int]
     return elements, ids, int(head["total"])
 
 
-def _raise_on_exception(result: dict[str, Any], what: str) -> None:
+def _raise_on_exception(result: wire.EvaluateResult, what: str) -> None:
     if result.get("type") == "exception":
         details = result.get("exceptionDetails") or {}
         kind = (details.get("exception") or {}).get("className") or "Error"
@@ -198,13 +195,10 @@ async def locate(browser: LiveBrowser, selector: str) -> str:
         NotFound: no element matches (field ``selector``).
     """
     try:
-        result = await browser.conn.send(
-            "browsingContext.locateNodes",
-            {
-                "context": browser.context,
-                "locator": {"type": "css", "value": selector},
-                "maxNodeCount": 1,
-            },
+        locator = wire.css_locator(selector)
+        result = await wire.call(
+            browser.conn,
+            wire.browsing_context_locate_nodes(browser.context, locator, max_node_count=1),
         )
     except BidiError as exc:
         if exc.code == "invalid selector":
@@ -225,33 +219,27 @@ def _no_match(selector: str) -> NotFound:
     )
 
 
-async def call_on(browser: LiveBrowser, shared_id: str, function: str, *args: Any) -> Any:
+async def call_on(browser: LiveBrowser, shared_id: str, function: str, *args: str) -> Any:
     """Call ``function(element, *args)`` (returning JSON text) on an element.
 
     Raises:
         BidiError: with code ``no such node`` when the element's document is gone.
     """
-    arguments = [{"sharedId": shared_id}, *({"type": "string", "value": a} for a in args)]
+    arguments = [wire.shared_reference(shared_id), *(wire.local_value(a) for a in args)]
     guarded = (
         "(el, ...rest) => (!el.isConnected || el.ownerDocument !== document)"
         f" ? JSON.stringify({{__stale: true}}) : ({function})(el, ...rest)"
     )
-    result = await browser.conn.send(
-        "script.callFunction",
-        {
-            "functionDeclaration": guarded,
-            "arguments": arguments,
-            "target": {"context": browser.context},
-            "awaitPromise": False,
-            "resultOwnership": "none",
-        },
+    command = wire.script_call_function(
+        guarded, wire.context_target(browser.context), arguments=arguments, await_promise=False
     )
+    result = await wire.call(browser.conn, command)
     _raise_on_exception(result, "element script")
     value = json.loads(result["result"]["value"])
     if isinstance(value, dict) and value.get("__stale"):
         # Firefox hands back a node of a document kept for back/forward; Chromium says
         # "no such node" itself. Both mean the same: the page moved on.
-        raise BidiError("no such node", "script.callFunction", "the element's document is gone")
+        raise BidiError("no such node", command.method, "the element's document is gone")
     return value
 
 
@@ -396,8 +384,8 @@ async def read(browser: LiveBrowser, selector: str | None, max_chars: int) -> tu
 
 async def screenshot(browser: LiveBrowser) -> bytes:
     """The main tab's viewport as PNG bytes (``browsingContext.captureScreenshot``)."""
-    result = await browser.conn.send(
-        "browsingContext.captureScreenshot", {"context": browser.context, "origin": "viewport"}
+    result = await wire.call(
+        browser.conn, wire.browsing_context_capture_screenshot(browser.context)
     )
     return base64.b64decode(result["data"])
 
@@ -440,12 +428,12 @@ class NavigationWatch:
     started: asyncio.Event = field(default_factory=asyncio.Event)
     loaded: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def on_started(self, params: dict[str, Any]) -> None:
+    def on_started(self, params: wire.NavigationInfo) -> None:
         if params.get("context") == self.context:
             self.loaded.clear()
             self.started.set()
 
-    def on_load(self, params: dict[str, Any]) -> None:
+    def on_load(self, params: wire.NavigationInfo) -> None:
         if params.get("context") == self.context and self.started.is_set():
             self.loaded.set()
 
@@ -455,14 +443,13 @@ async def watching(browser: LiveBrowser) -> AsyncIterator[NavigationWatch]:
     """Watch the main tab's ``navigationStarted``/``load`` while the block runs."""
     watch = NavigationWatch(browser.context)
     conn = browser.conn
+    started, loaded = wire.BROWSING_CONTEXT_NAVIGATION_STARTED, wire.BROWSING_CONTEXT_LOAD
     removers = [
-        conn.add_listener("browsingContext.navigationStarted", watch.on_started),
-        conn.add_listener("browsingContext.load", watch.on_load),
+        conn.add_listener(started, watch.on_started),
+        conn.add_listener(loaded, watch.on_load),
     ]
     try:
-        subscription = await conn.subscribe(
-            ["browsingContext.navigationStarted", "browsingContext.load"], [browser.context]
-        )
+        subscription = await conn.subscribe([started, loaded], [browser.context])
     except BaseException:
         for remove in removers:
             remove()
@@ -486,6 +473,8 @@ async def settle(browser: LiveBrowser, action: Callable[[], Awaitable[Any]]) -> 
                 await watch.started.wait()
         if watch.started.is_set():
             await browser.conn.wait_event(
-                watch.loaded.wait(), timeout=browser.navigation_timeout, what="browsingContext.load"
+                watch.loaded.wait(),
+                timeout=browser.navigation_timeout,
+                what=wire.BROWSING_CONTEXT_LOAD,
             )
     return result

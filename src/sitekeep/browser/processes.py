@@ -1,7 +1,7 @@
 """The processes of sitekeep's drivers and browsers, read from Linux ``/proc`` (issue #24).
 
 A driver (chromedriver, geckodriver, the mapper engine's Node) is started in a process
-group of its own (``driver._spawn_detached``): its browsers, their helpers, renderers and
+group of its own (``servers.spawn_detached``): its browsers, their helpers, renderers and
 content processes are all in that group. Two ways a browser outlived what should end it:
 
 * **A browser that does not end when asked.** W3C Delete Session may time out (a driver

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from sitekeep.browser import wire
 from sitekeep.browser.bidi import BidiConnection
 from sitekeep.errors import BidiError, BrowserUnavailable, InvalidInput
 
@@ -41,10 +42,9 @@ __all__ = ["PROBE_URL", "ProxyAuth", "ProxySettings", "pac_capability", "pac_scr
 
 log = logging.getLogger(__name__)
 
-_EVENT = "network.authRequired"
 _PROXY_CHALLENGE = 407  # RFC 9110 §15.5.8 Proxy Authentication Required
 _PROBE_SECONDS = 10.0
-_PROBE_ENDS = ("network.responseCompleted", "network.fetchError")
+_PROBE_ENDS = (wire.NETWORK_RESPONSE_COMPLETED, wire.NETWORK_FETCH_ERROR)
 PROBE_URL = "http://sitekeep-proxy-check.invalid/"
 """What :class:`ProxyAuth` loads to meet the proxy's challenge: a ``.invalid`` host never
 resolves (RFC 6761 §6.4), so no site answers it and any challenge on it is the proxy's."""
@@ -196,18 +196,18 @@ class ProxyAuth:
             BidiError, BrowserUnavailable: the browser refused or went away.
         """
         self._conn = conn
-        conn.add_listener(_EVENT, self._on_auth_required)
-        await conn.subscribe([_EVENT])
-        await conn.send("network.addIntercept", {"phases": ["authRequired"]})
+        conn.add_listener(wire.NETWORK_AUTH_REQUIRED, self._on_auth_required)
+        await conn.subscribe([wire.NETWORK_AUTH_REQUIRED])
+        await wire.call(conn, wire.network_add_intercept(["authRequired"]))
         if probe:
             await self._probe(conn)
 
     async def _probe(self, conn: BidiConnection) -> None:
-        made = await conn.send("browsingContext.create", {"type": "tab", "background": True})
+        made = await wire.call(conn, wire.browsing_context_create(background=True))
         context = str(made.get("context", ""))
         ended = asyncio.Event()
 
-        def on_end(params: dict[str, Any]) -> None:
+        def on_end(params: wire.RequestParams) -> None:
             # The first response or failure of the probe comes after its challenge (if
             # the proxy made one) was answered and the retry was settled.
             if str((params.get("request") or {}).get("url", "")) == PROBE_URL:
@@ -216,9 +216,7 @@ class ProxyAuth:
         removers = [conn.add_listener(event, on_end) for event in _PROBE_ENDS]
         try:
             watching = await conn.subscribe(_PROBE_ENDS, [context])
-            await conn.send(
-                "browsingContext.navigate", {"context": context, "url": PROBE_URL, "wait": "none"}
-            )
+            await wire.call(conn, wire.browsing_context_navigate(context, PROBE_URL, wait="none"))
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(_PROBE_SECONDS):
                     await ended.wait()
@@ -230,7 +228,7 @@ class ProxyAuth:
             for remove in removers:
                 remove()
             with contextlib.suppress(BidiError):
-                await conn.send("browsingContext.close", {"context": context})
+                await wire.call(conn, wire.browsing_context_close(context))
 
     def _bypassed(self, url: str) -> bool:
         try:
@@ -244,7 +242,7 @@ class ProxyAuth:
         except ValueError:
             return False
 
-    def _decide(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _decide(self, params: wire.RequestParams) -> wire.AuthAction:
         request = params.get("request") or {}
         status = (params.get("response") or {}).get("status")
         ident = str(request.get("request", ""))
@@ -268,7 +266,7 @@ class ProxyAuth:
             },
         }
 
-    def _on_auth_required(self, params: dict[str, Any]) -> None:
+    def _on_auth_required(self, params: wire.RequestParams) -> None:
         if not params.get("isBlocked", False) or self._conn is None:
             return
         request = str((params.get("request") or {}).get("request", ""))
@@ -279,11 +277,12 @@ class ProxyAuth:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _continue(self, request: str, action: dict[str, Any]) -> None:
+    async def _continue(self, request: str, action: wire.AuthAction) -> None:
         assert self._conn is not None
+        command = wire.network_continue_with_auth(request, action)
         try:
-            await self._conn.send("network.continueWithAuth", {"request": request, **action})
+            await wire.call(self._conn, command)
         except (BidiError, BrowserUnavailable) as exc:
             # Never the parameters: they hold the password.
             code = getattr(exc, "code", type(exc).__name__)
-            log.info("network.continueWithAuth failed: %s", code)
+            log.info("%s failed: %s", command.method, code)

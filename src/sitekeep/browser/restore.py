@@ -31,9 +31,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sitekeep.browser import wire
 from sitekeep.browser.docs import read_cookies
 from sitekeep.browser.live import LiveBrowser, Loads
-from sitekeep.browser.scripts import ACKS, LANDED, inline_write, landing_preload
+from sitekeep.browser.scripts import ACKS, LANDED, REPLACE_LOCATION, inline_write, landing_preload
 from sitekeep.browser.spare import SparePage, SpareResponder
 from sitekeep.cookies import (
     as_stored,
@@ -197,9 +198,9 @@ class _Restore:
         browser = self.browser
         if self.fresh:
             self.fresh = False
-            await browser.conn.send(
-                "browsingContext.navigate",
-                {"context": browser.context, "url": url, "wait": "complete"},
+            await wire.call(
+                browser.conn,
+                wire.browsing_context_navigate(browser.context, url, wait="complete"),
                 timeout=timeout or browser.navigation_timeout,
             )
             return
@@ -264,13 +265,10 @@ class _Restore:
         """``script.addPreloadScript`` writing ``payload`` into the landing page: its id,
         or the BiDi failure."""
         try:
-            added = await self.browser.conn.send(
-                "script.addPreloadScript",
-                {
-                    "functionDeclaration": landing_preload(origin_of(land) or "", payload),
-                    "contexts": [self.browser.context],
-                },
+            preload = wire.script_add_preload_script(
+                landing_preload(origin_of(land) or "", payload), contexts=[self.browser.context]
             )
+            added = await wire.call(self.browser.conn, preload)
         except (BidiError, BrowserUnavailable) as exc:
             return exc
         return str(added["script"])
@@ -288,15 +286,17 @@ class _Restore:
         try:
             if isinstance(added, BaseException):
                 raise added
+            remove = wire.script_remove_preload_script(added)
             try:
                 await self.goto(land)
             except BaseException:
                 with contextlib.suppress(BidiError, BrowserUnavailable):
-                    await conn.send("script.removePreloadScript", {"script": added})
+                    await wire.call(conn, remove)
                 raise
             # The script goes while its result is read: one round trip, not two.
+            landed: Any  # evaluate_json's JSON value, or the exception it raised
             _, landed = await asyncio.gather(
-                conn.send("script.removePreloadScript", {"script": added}),
+                wire.call(conn, remove),
                 browser.evaluate_json(LANDED),
                 return_exceptions=True,
             )
@@ -415,7 +415,7 @@ async def _set_cookies(
     never a wrong verdict.
     """
     kind = browser.ref.kind
-    writes = [browser.conn.send("storage.setCookie", {"cookie": to_bidi(c, kind)}) for c in cookies]
+    writes = [wire.call(browser.conn, wire.storage_set_cookie(to_bidi(c, kind))) for c in cookies]
     reads = [_jar(browser, read_back)] if read_back is not None and cookies else []
     done = await asyncio.gather(*writes, *reads, return_exceptions=True)
     jar = done[-1] if reads else None
@@ -483,9 +483,8 @@ async def _remove(
     and name it: the browser never keeps a changed cookie."""
     for name, domain, path in keys:
         try:
-            await browser.conn.send(
-                "storage.deleteCookies", {"filter": {"name": name, "domain": domain, "path": path}}
-            )
+            cookie_filter: wire.CookieFilter = {"name": name, "domain": domain, "path": path}
+            await wire.call(browser.conn, wire.storage_delete_cookies(cookie_filter))
             outcome = "removed"
         except (BidiError, BrowserUnavailable) as exc:
             outcome = f"left as the browser stored it ({_code(exc)})"
@@ -516,32 +515,25 @@ async def _write_in_background(
     conn = browser.conn
     keep = False
     try:
-        tab = str(
-            (await conn.send("browsingContext.create", {"type": "tab", "background": True}))[
-                "context"
-            ]
-        )
+        tab = str((await wire.call(conn, wire.browsing_context_create(background=True)))["context"])
     except (BidiError, BrowserUnavailable) as exc:
         return _code(exc)
     try:
         async with SpareResponder(conn, [tab]) as spare:
             page = SparePage(script=inline_write(payload, top=True))
             url = spare.url(origin, (), {origin: page})
-            await conn.send(
-                "browsingContext.navigate", {"context": tab, "url": url, "wait": "complete"}
-            )
+            await wire.call(conn, wire.browsing_context_navigate(tab, url, wait="complete"))
             acks = await browser.evaluate_json(ACKS, 1, context=tab, await_promise=True)
         result = str(acks.get(origin, "its spare page did not load"))
         if result == "ok" and then is not None:
-            await conn.send(
-                "script.callFunction",
-                {
-                    "functionDeclaration": "(u) => { location.replace(u); }",
-                    "arguments": [{"type": "string", "value": then}],
-                    "target": {"context": tab},
-                    "awaitPromise": False,
-                },
+            replace = wire.script_call_function(
+                REPLACE_LOCATION,
+                wire.context_target(tab),
+                arguments=[wire.local_value(then)],
+                await_promise=False,
+                result_ownership=None,
             )
+            await wire.call(conn, replace)
             keep = True
         return result
     except (BidiError, BrowserUnavailable) as exc:
@@ -549,4 +541,4 @@ async def _write_in_background(
     finally:
         if not keep:
             with contextlib.suppress(BidiError, BrowserUnavailable):
-                await conn.send("browsingContext.close", {"context": tab})
+                await wire.call(conn, wire.browsing_context_close(tab))

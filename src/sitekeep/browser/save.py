@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from sitekeep.browser import wire
 from sitekeep.browser.docs import (
     TIMEOUT,
     DocRead,
@@ -25,6 +26,7 @@ from sitekeep.browser.docs import (
 )
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.spare import SpareResponder, background_spare
+from sitekeep.browser.tracker import LeaveTracker
 from sitekeep.cookies import cookie_host, cookie_key, cookie_label, settle_same_site
 from sitekeep.errors import BidiError, BidiTimeout
 from sitekeep.history import origin_of
@@ -100,67 +102,115 @@ async def save_read(
     lost: list[Cookie] = []
     jar, docs = await asyncio.gather(read_cookies(browser, lost), live_reads(browser))
     page, docs = await _main_page(browser, docs)
-    current = origin_of(page.url)
-    history_origins = ([current] if current else []) + [o for o in history_origins if o != current]
-    live: dict[str, dict[str, str]] = {}
-    tainted: set[str] = set()
-    session: SessionStorage | None = None
-    tabs: list[TabStorage] = []
-    partitioned: list[str] = []
-    idb = {d.origin for d in docs if d.idb and d.origin is not None} | tracker.indexed_db
-    for doc in docs:
-        if doc.origin is None or doc.local is None:
-            continue
-        if doc.trusted:
-            live[doc.origin] = doc.local
-        else:
-            tainted.add(doc.origin)
-            if doc.local and doc.origin not in partitioned:
-                partitioned.append(doc.origin)
-        if doc.context == browser.context and doc.session:
-            session = SessionStorage(doc.origin, doc.session)
-        elif doc.top and doc.session and doc.context != browser.context:
-            tabs.append(TabStorage(doc.origin, doc.url, doc.session))
-    tracker.reconcile({d.context: d.origin for d in docs if d.error is None})
-    local: dict[str, dict[str, str]] = {}
-    need: list[str] = []
-    for origin in history_origins:
-        if origin in live:
-            local[origin] = live[origin]
-            continue
-        copy = None if full or origin in tainted else tracker.copy(origin)
-        if copy is None:
-            need.append(origin)
-        else:
-            local[origin] = copy
+    order = _visit_order(page, history_origins)
+    found = _LiveDocuments.sort(browser, docs)
     main = next((d for d in docs if d.context == browser.context), None)
-    if main is not None and main.origin is not None and main.origin in live:
-        local[main.origin] = live[main.origin]
+    idb = {d.origin for d in docs if d.idb and d.origin is not None} | tracker.indexed_db
+    tracker.reconcile({d.context: d.origin for d in docs if d.error is None})
+    local, need = _known(tracker, order, found, main, full=full)
+    not_read = await _read_rest(browser, local, need, deadline, idb, journaled)
+    return SaveRead(
+        jar,
+        local,
+        found.session,
+        not_read,
+        len(need),
+        session_read=main is not None and main.error is None,
+        lost_cookies=lost,
+        tabs=found.tabs,
+        user_agent=main.user_agent if main is not None else None,
+        partitioned=found.partitioned,
+        idb_origins=idb,
+        page=page,
+        order=order,
+    )
+
+
+async def _read_rest(
+    browser: LiveBrowser,
+    local: dict[str, dict[str, str]],
+    need: Sequence[str],
+    deadline: float,
+    idb: set[str],
+    journaled: Callable[[], Awaitable[None]] | None,
+) -> dict[str, str]:
+    """Read the origins ``need`` through the spare tab into ``local`` (``journaled``
+    first, when there are any); after a full read, the leave tracker trusts it again.
+    Returns the origins not read, with why."""
     if need:
         log.debug("save reads %d origins through the spare tab: %s", len(need), need)
         if journaled is not None:
             await journaled()
     read, not_read = await _spare_read(browser, need, deadline, idb)
     local.update(read)
-    if not tracker.complete and not not_read:
-        tracker.resync(local)
-    session_read = main is not None and main.error is None
-    user_agent = main.user_agent if main is not None else None
-    return SaveRead(
-        jar,
-        local,
-        session,
-        not_read,
-        len(need),
-        session_read,
-        lost,
-        tabs,
-        user_agent,
-        partitioned,
-        idb,
-        page,
-        list(history_origins),
-    )
+    if not browser.tracker.complete and not not_read:
+        browser.tracker.resync(local)
+    return not_read
+
+
+def _visit_order(page: PageInfo, history_origins: Sequence[str]) -> list[str]:
+    """The main tab's origin, then the history's others, newest first."""
+    current = origin_of(page.url)
+    return ([current] if current else []) + [o for o in history_origins if o != current]
+
+
+@dataclass
+class _LiveDocuments:
+    """What the live documents hold: each trusted origin's localStorage (``local``), the
+    origins read untrusted (``tainted``; ``partitioned``: those whose frame held
+    storage), the main tab's sessionStorage and the other tabs'."""
+
+    local: dict[str, dict[str, str]] = field(default_factory=dict)
+    tainted: set[str] = field(default_factory=set)
+    partitioned: list[str] = field(default_factory=list)
+    session: SessionStorage | None = None
+    tabs: list[TabStorage] = field(default_factory=list)
+
+    @classmethod
+    def sort(cls, browser: LiveBrowser, docs: Iterable[DocRead]) -> _LiveDocuments:
+        found = cls()
+        for doc in docs:
+            if doc.origin is None or doc.local is None:
+                continue
+            if doc.trusted:
+                found.local[doc.origin] = doc.local
+            else:
+                found.tainted.add(doc.origin)
+                if doc.local and doc.origin not in found.partitioned:
+                    found.partitioned.append(doc.origin)
+            if doc.context == browser.context and doc.session:
+                found.session = SessionStorage(doc.origin, doc.session)
+            elif doc.top and doc.session and doc.context != browser.context:
+                found.tabs.append(TabStorage(doc.origin, doc.url, doc.session))
+        return found
+
+
+def _known(
+    tracker: LeaveTracker,
+    order: Sequence[str],
+    found: _LiveDocuments,
+    main: DocRead | None,
+    *,
+    full: bool,
+) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """The localStorage of each origin of ``order`` known without the spare tab — read
+    live, else the leave tracker's exact copy (none with ``full``, nor for an origin
+    read untrusted) — and the origins still to read. The main tab's own read stands
+    whether its origin is in ``order`` or not."""
+    local: dict[str, dict[str, str]] = {}
+    need: list[str] = []
+    for origin in order:
+        if origin in found.local:
+            local[origin] = found.local[origin]
+            continue
+        copy = None if full or origin in found.tainted else tracker.copy(origin)
+        if copy is None:
+            need.append(origin)
+        else:
+            local[origin] = copy
+    if main is not None and main.origin is not None and main.origin in found.local:
+        local[main.origin] = found.local[main.origin]
+    return local, need
 
 
 async def _main_page(browser: LiveBrowser, docs: list[DocRead]) -> tuple[PageInfo, list[DocRead]]:
@@ -284,10 +334,8 @@ async def _visit(
 ) -> dict[str, DocRead]:
     """Stand ``tab`` on the site of ``members`` (the first on top, the rest in frames) and
     read each; a read that timed out is kept, with ``error="timeout"``."""
-    await browser.conn.send(
-        "browsingContext.navigate",
-        {"context": tab, "url": spare.url(members[0], members[1:]), "wait": "complete"},
-    )
+    url = spare.url(members[0], members[1:])
+    await wire.call(browser.conn, wire.browsing_context_navigate(tab, url, wait="complete"))
     by_origin = await frames_by_origin(browser, tab, members)
     origin_of_context = {c: o for o, c in by_origin.items()}
     docs = await read_docs(browser, [by_origin[o] for o in members if o in by_origin])
@@ -307,9 +355,8 @@ async def _read_past_worker(
             return doc.local
         if browser.ref.kind != "chromium":
             return None  # Firefox rejects reload(ignoreCache)
-        await browser.conn.send(
-            "browsingContext.reload", {"context": tab, "ignoreCache": True, "wait": "complete"}
-        )
+        reload = wire.browsing_context_reload(tab, ignore_cache=True, wait="complete")
+        await wire.call(browser.conn, reload)
         reads = await read_docs(browser, [tab])
     except BidiError:
         return None

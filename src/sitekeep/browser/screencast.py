@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from sitekeep.browser import inputs
+from sitekeep.browser import inputs, wire
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.page import KEYS
 from sitekeep.errors import InvalidInput
@@ -62,7 +62,7 @@ HEIGHTS = (240, 1600)
 """The live viewport's height bounds, CSS pixels (inclusive)."""
 MAX_TEXT = 4096
 """The longest ``text`` message, in characters."""
-FRAME_FORMAT = {"type": "image/jpeg", "quality": 0.75}
+FRAME_FORMAT: wire.ImageFormat = {"type": "image/jpeg", "quality": 0.75}
 """``captureScreenshot``'s format: JPEG costs Chromium no more than PNG and Firefox less."""
 
 _MOUSE = {"type": "pointer", "id": "live-mouse", "parameters": {"pointerType": "mouse"}}
@@ -224,10 +224,8 @@ async def apply(
 async def capture(browser: LiveBrowser) -> str:
     """The main tab's viewport as JPEG, base64 (as BiDi returns it: equal strings are
     equal frames, compared before anything is decoded)."""
-    result = await browser.conn.send(
-        "browsingContext.captureScreenshot",
-        {"context": browser.context, "format": FRAME_FORMAT, "origin": "viewport"},
-    )
+    command = wire.browsing_context_capture_screenshot(browser.context, image_format=FRAME_FORMAT)
+    result = await wire.call(browser.conn, command)
     return str(result["data"])
 
 
@@ -254,12 +252,10 @@ async def set_viewport(browser: LiveBrowser, width: int, height: int) -> None:
     at a device pixel ratio of 1, so a frame has as many pixels as the viewport has CSS
     pixels (the coordinates input messages use). Bounds are the caller's (:data:`WIDTHS`,
     :data:`HEIGHTS`)."""
-    params = {
-        "context": browser.context,
-        "viewport": {"width": width, "height": height},
-        "devicePixelRatio": 1,
-    }
-    await browser.conn.send("browsingContext.setViewport", params)
+    command = wire.browsing_context_set_viewport(
+        browser.context, width, height, device_pixel_ratio=1
+    )
+    await wire.call(browser.conn, command)
 
 
 async def viewport(browser: LiveBrowser) -> tuple[int, int]:

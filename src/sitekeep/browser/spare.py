@@ -26,6 +26,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
+from sitekeep.browser import wire
 from sitekeep.browser.bidi import BidiConnection
 from sitekeep.browser.scripts import SPARE_HTML, SPARE_PATH
 from sitekeep.errors import BidiError, BrowserUnavailable
@@ -35,8 +36,8 @@ __all__ = ["SparePage", "SpareResponder", "background_spare"]
 log = logging.getLogger(__name__)
 
 _HEADERS = [
-    {"name": "Content-Type", "value": {"type": "string", "value": "text/html; charset=utf-8"}},
-    {"name": "Cache-Control", "value": {"type": "string", "value": "no-store"}},
+    wire.header("Content-Type", "text/html; charset=utf-8"),
+    wire.header("Cache-Control", "no-store"),
 ]
 
 
@@ -52,7 +53,7 @@ class SparePage:
 @dataclass(frozen=True, slots=True)
 class _Answer:
     html: str
-    headers: tuple[dict[str, Any], ...] = ()
+    headers: tuple[wire.Header, ...] = ()
 
 
 class SpareResponder:
@@ -95,29 +96,22 @@ class SpareResponder:
         query = f"sk={next(self._ids)}"
         page = page or SparePage()
         head = f"<script>{page.script}</script>" if page.script else ""
-        cookies = tuple(
-            {"name": "Set-Cookie", "value": {"type": "string", "value": v}} for v in page.set_cookie
-        )
+        cookies = tuple(wire.header("Set-Cookie", v) for v in page.set_cookie)
         self._pages[query] = _Answer(SPARE_HTML % (head + body), cookies)
         return f"{origin}{SPARE_PATH}?{query}"
 
     async def __aenter__(self) -> SpareResponder:
         # Listener, then subscription, then intercept: no blocked request goes unseen.
-        self._remove_listener = self._conn.add_listener(
-            "network.beforeRequestSent", self._on_request
-        )
+        event = wire.NETWORK_BEFORE_REQUEST_SENT
+        self._remove_listener = self._conn.add_listener(event, self._on_request)
         try:
-            self._subscription = await self._conn.subscribe(
-                ["network.beforeRequestSent"], self._contexts
+            self._subscription = await self._conn.subscribe([event], self._contexts)
+            intercept = wire.network_add_intercept(
+                ["beforeRequestSent"],
+                contexts=self._contexts,
+                url_patterns=[{"type": "pattern", "pathname": SPARE_PATH}],
             )
-            result = await self._conn.send(
-                "network.addIntercept",
-                {
-                    "phases": ["beforeRequestSent"],
-                    "contexts": self._contexts,
-                    "urlPatterns": [{"type": "pattern", "pathname": SPARE_PATH}],
-                },
-            )
+            result = await wire.call(self._conn, intercept)
         except BaseException:
             await self._teardown()
             raise
@@ -136,7 +130,7 @@ class SpareResponder:
         # The intercept goes before its handler, so nothing it blocks is left unanswered.
         if self._intercept is not None:
             with contextlib.suppress(BidiError, BrowserUnavailable):
-                await self._conn.send("network.removeIntercept", {"intercept": self._intercept})
+                await wire.call(self._conn, wire.network_remove_intercept(self._intercept))
             self._intercept = None
         if self._answers:
             await asyncio.wait(self._answers, timeout=self._conn.timeout)
@@ -147,7 +141,7 @@ class SpareResponder:
             self._conn.unsubscribe_soon(self._subscription)
             self._subscription = None
 
-    def _on_request(self, params: dict[str, Any]) -> None:
+    def _on_request(self, params: wire.RequestParams) -> None:
         if not params.get("isBlocked") or self._intercept not in (params.get("intercepts") or ()):
             return
         request = params.get("request") or {}
@@ -160,22 +154,20 @@ class SpareResponder:
     async def _answer(self, request_id: str, url: str) -> None:
         page = self._pages.get(urlsplit(url).query, _Answer(SPARE_HTML % ""))
         try:
-            await self._conn.send(
-                "network.provideResponse",
-                {
-                    "request": request_id,
-                    "statusCode": 200,
-                    "reasonPhrase": "OK",
-                    "headers": [*_HEADERS, *page.headers],
-                    "body": {"type": "string", "value": page.html},
-                },
+            response = wire.network_provide_response(
+                request_id,
+                status_code=200,
+                reason_phrase="OK",
+                headers=[*_HEADERS, *page.headers],
+                body=page.html,
             )
+            await wire.call(self._conn, response)
         except BidiError as exc:
             # Firefox: a service worker answered the navigation first ("no such request");
             # the missing marker tells the reader. Anything else: release the request.
             if exc.code != "no such request":
                 with contextlib.suppress(BidiError, BrowserUnavailable):
-                    await self._conn.send("network.failRequest", {"request": request_id})
+                    await wire.call(self._conn, wire.network_fail_request(request_id))
         except BrowserUnavailable:
             log.info("the spare page could not be answered: the socket closed")
 
@@ -183,11 +175,11 @@ class SpareResponder:
 @contextlib.asynccontextmanager
 async def background_spare(conn: BidiConnection) -> AsyncIterator[tuple[str, SpareResponder]]:
     """A background tab answering the reserved path, closed on exit: ``(tab, spare)``."""
-    created = await conn.send("browsingContext.create", {"type": "tab", "background": True})
+    created = await wire.call(conn, wire.browsing_context_create(background=True))
     tab = str(created["context"])
     try:
         async with SpareResponder(conn, [tab]) as spare:
             yield tab, spare
     finally:
         with contextlib.suppress(BidiError, BrowserUnavailable):
-            await conn.send("browsingContext.close", {"context": tab})
+            await wire.call(conn, wire.browsing_context_close(tab))

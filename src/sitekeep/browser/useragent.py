@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sitekeep.browser import wire
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.errors import BidiError, BrowserUnavailable
 
@@ -31,7 +32,7 @@ async def override_user_agent(browser: LiveBrowser, user_agent: str) -> str | No
     """Apply ``user_agent`` to the whole browser; None when done, else why not (the
     BiDi error code, e.g. ``unknown command`` where a browser lacks the command)."""
     try:
-        await browser.conn.send("emulation.setUserAgentOverride", {"userAgent": user_agent})
+        await wire.call(browser.conn, wire.emulation_set_user_agent_override(user_agent))
     except BidiError as exc:
         return exc.code
     except BrowserUnavailable as exc:

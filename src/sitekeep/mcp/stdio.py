@@ -1,7 +1,7 @@
 """MCP over stdio (``sitekeep mcp``): one agent, one principal, for the life of the process.
 
 stdout carries the protocol, so nothing else may write there: logs go to stderr, and the
-embedded chromedriver's output goes to /dev/null (``browser.driver``).
+embedded chromedriver's output goes to /dev/null (``browser.servers``).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from typing import Any
 from msgspec import UNSET, UnsetType
 from pydantic import BaseModel
 
+from sitekeep.browser import wire
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.errors import NotFound, SecretNotAllowed, quoted
 from sitekeep.journal.records import MarkKind
@@ -264,7 +265,8 @@ class Session:
             if live is not None:
                 self.browser = live
                 page = await live.page_info()
-                tree = await live.conn.send("browsingContext.getTree", {"maxDepth": 0})
+                top = wire.browsing_context_get_tree(max_depth=0)
+                tree = await wire.call(live.conn, top)
                 tabs = len(tree.get("contexts", ()))
         withheld = (
             page is not None

@@ -57,7 +57,7 @@ class Binary:
 def binaries(settings: Settings) -> tuple[Binary, ...]:
     """The browsers and drivers: Firefox's are optional, and so is chromedriver when
     browsers run on a remote WebDriver endpoint (``SITEKEEP_WEBDRIVER_URL``)."""
-    from sitekeep.browser.driver import find_geckodriver  # Selenium: not for ``db upgrade``
+    from sitekeep.browser.geckodriver import find_geckodriver  # Selenium: not for ``db upgrade``
 
     return (
         Binary("chromium", settings.chromium, "apt-get install chromium", False),
@@ -80,7 +80,7 @@ def binaries(settings: Settings) -> tuple[Binary, ...]:
 
 
 def _version(binary: str) -> str:
-    from sitekeep.browser.driver import child_environ
+    from sitekeep.browser.servers import child_environ
 
     try:
         out = subprocess.run(
