@@ -63,6 +63,12 @@ class MemoryStore:
         self._data[key] = (item[0], self._clock() + ttl, item[2])
         return True
 
+    async def expire_prefix(self, prefix: str, ttl: float) -> int:
+        keys = await self.keys(prefix)
+        for key in keys:
+            await self.expire(key, ttl)
+        return len(keys)
+
     async def keys(self, prefix: str) -> list[str]:
         return sorted(k for k in list(self._data) if k.startswith(prefix) and self._live(k))
 

@@ -159,6 +159,18 @@ class SqlStore:
 
         return await self._db.run(_WHAT, move, write=True)
 
+    async def expire_prefix(self, prefix: str, ttl: float) -> int:
+        in_range, params = self._prefixed(prefix)
+        under = [sa.func.substr(kv.c.key, 1, len(prefix)) == prefix, self._alive()]
+        if in_range:  # over the primary key's index, as keys() reads them
+            under += [kv.c.key >= prefix, kv.c.key < params["after"]]
+
+        def move(conn: sa.Connection) -> int:
+            moved = conn.execute(sa.update(kv).where(*under).values(expires_at=self._clock() + ttl))
+            return int(moved.rowcount)
+
+        return await self._db.run(_WHAT, move, write=True)
+
     def _prefixed(self, prefix: str) -> tuple[bool, dict[str, object]]:
         """Whether the keys under ``prefix`` are one index range here, and the parameters
         of ``_KEYS`` (or ``_KEYS_IN_RANGE``) for them."""
