@@ -433,16 +433,19 @@ class GatedProfiles:
         )
         return load_site_data(plain)
 
-    async def restore_version(self, who: Principal, ident: str, version: str) -> ProfileRow:
+    async def restore_version(
+        self, who: Principal, ident: str, version: str
+    ) -> tuple[ProfileRow, SiteData]:
         """Make one version the profile's site data; what it replaces is kept as a
-        version (so a restore can itself be undone).
+        version (so a restore can itself be undone). Returns the row written and the
+        version's site data.
 
         Raises:
             InvalidInput: a malformed ``version``. NotFound: the gate, or no such version.
             Forbidden: the gate (``capture``). Conflict: see :meth:`_write`.
         """
         row, site_data = await self.version(who, ident, version, "capture")
-        return await self._write(row, site_data)
+        return await self._write(row, site_data), site_data
 
     async def sealed_versions(self) -> builtins.list[ProfileVersionRow]:
         """Every tenant's profile versions (for key rotation)."""

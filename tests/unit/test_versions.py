@@ -142,8 +142,8 @@ async def test_a_restore_makes_a_version_current_and_keeps_what_it_replaced(
     await profiles.write(ADA, row.id, data(1))
     await profiles.write(ADA, row.id, data(2))
     [(first, _)] = await profiles.versions(ADA, row.id)
-    restored = await profiles.restore_version(ADA, row.id, first)
-    assert (await profiles.load(ADA, row.id, "use")).site_data == data(1)
+    restored, was = await profiles.restore_version(ADA, row.id, first)
+    assert (await profiles.load(ADA, row.id, "use")).site_data == data(1) == was
     assert restored.captured_at is not None
     assert await values(profiles, row.id) == ["dummy-2", "dummy-1"]
     assert await values(profiles, row.id) == [  # a member may read them, not restore one

@@ -20,6 +20,7 @@ Rooms, each a module taking the service's :class:`~sitekeep.service.parts.Parts`
     handover    WebDriver handovers                                         SPEC §21
     reaper      warm-up, the reaper, sitekeep stop, /metrics                SPEC §2, §13
     keys        the master key ring, rotation                               SPEC §12
+    versions    the versions of saved site data: list, view, restore        issue #26
 
 Results are plain JSON-able dicts in the shapes of SPEC §5; none holds a value except the
 owner's per-host view (``Views.site_data_host``).
@@ -48,6 +49,7 @@ from sitekeep.service.profiles import Profiles
 from sitekeep.service.reaper import Reaper
 from sitekeep.service.sessions import Sessions
 from sitekeep.service.signins import SignIns
+from sitekeep.service.versions import Versions
 from sitekeep.service.views import Views
 from sitekeep.stores.cipher import Cipher, KeyFile
 from sitekeep.stores.health import database_health, session_store_health
@@ -60,7 +62,7 @@ class Service:
 
     Attributes:
         sessions, flows, views, profiles, interop, catalogue, admin, sign_ins, live,
-        handovers, reaper, keys: the rooms (see the module's docstring).
+        handovers, reaper, keys, versions: the rooms (see the module's docstring).
         parts: what they work with (the stores, the seam, the settings, the clock…).
     """
 
@@ -78,6 +80,7 @@ class Service:
         self.handovers = Handovers(parts)
         self.reaper = Reaper(parts)
         self.keys = Keys(parts)
+        self.versions = Versions(parts)
 
     @classmethod
     def from_settings(
