@@ -53,6 +53,7 @@ __all__ = [
     "MAX_SITE",
     "MAX_URL",
     "OPERATIONS",
+    "VERSION_PATTERN",
     "Args",
     "AssertTextArgs",
     "CaptureBody",
@@ -89,6 +90,8 @@ __all__ = [
 
 KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 """A session key (``sitekeep.policy.check_key``)."""
+VERSION_PATTERN = r"^v[0-9]{13}-[0-9a-f]{4}$"
+"""A version's id (``sitekeep.versions.new_id``, issue #26)."""
 
 
 class Kept(Enum):

@@ -77,11 +77,11 @@ class _VersionCalls(Generic[R]):
         return self._call("GET", self._versions())
 
     def version(self, version: str, site: str | None = None) -> R:
-        """``GET …/versions/{version}`` (as listed), or ``…/{version}/{site}``: one host of
-        it in full (who may see the values)."""
+        """``GET …/versions/{version}`` (as listed), or ``…/{version}/hosts/{site}``: one
+        host of it in full (who may see the values)."""
         tail = f"/{quote(version, safe='')}"
         if site is not None:
-            tail += f"/{quote(site, safe='')}"
+            tail += f"/hosts/{quote(site, safe='')}"
         return self._call("GET", self._versions(tail))
 
     def restore_version(self, version: str) -> R:

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from sitekeep.args import VERSION_PATTERN
 from sitekeep.cookies import cookie_host, covers_host
 from sitekeep.errors import InvalidInput
 from sitekeep.history import host_of
@@ -30,7 +31,6 @@ from sitekeep.sitedata import host_rows
 __all__ = [
     "PROFILE_VERSION_KIND",
     "SESSION_VERSION_KIND",
-    "VERSION_PATTERN",
     "HostSize",
     "check_id",
     "host_sizes",
@@ -45,8 +45,6 @@ SESSION_VERSION_KIND = "site-data-version"
 PROFILE_VERSION_KIND = "profile-version"
 """The cipher's kind for a profile's version, bound to ``"{profile id}/{id}"``."""
 
-VERSION_PATTERN = r"^v[0-9]{13}-[0-9a-f]{4}$"
-"""A version id (:func:`new_id`)."""
 _ID = re.compile(VERSION_PATTERN)
 
 

@@ -127,7 +127,7 @@ async def test_one_host_of_a_version_in_full_only_for_its_owner_or_an_admin_mask
 ) -> None:
     await team.seed("s1", saved(1), saved(2))
     [version] = (await team.call("GET", BASE))["versions"]
-    path = f"{BASE}/{version['id']}/app.example.test"
+    path = f"{BASE}/{version['id']}/hosts/app.example.test"
     for who in ("agent", "boss"):
         view = await team.call("GET", path, who=who)
         cookies = {c["name"]: c["value"] for c in view["cookies"]}
@@ -136,7 +136,7 @@ async def test_one_host_of_a_version_in_full_only_for_its_owner_or_an_admin_mask
         assert view["version"] == version["id"] and view["saved_at"] == 1_001.0
     refused = await team.call("GET", path, who="bob", status=403)
     assert refused["error"]["type"] == "forbidden" and "dummy" not in json.dumps(refused)
-    gone = await team.call("GET", f"{BASE}/{version['id']}/nowhere.test", status=404)
+    gone = await team.call("GET", f"{BASE}/{version['id']}/hosts/nowhere.test", status=404)
     assert gone["error"]["field"] == "site"
 
 
@@ -190,7 +190,7 @@ async def test_an_unknown_or_malformed_version_names_the_field_on_every_route_ch
     before = await team.state()
     for method, tail in (
         ("GET", ""),
-        ("GET", "/app.example.test"),
+        ("GET", "/hosts/app.example.test"),
         ("POST", "/restore"),
     ):
         error = (await team.call(method, f"{BASE}/{version}{tail}", status=status))["error"]
@@ -269,9 +269,9 @@ async def test_a_profile_keeps_versions_that_its_managers_restore_and_members_on
     older = listed["versions"][-1]
     one = await team.call("GET", f"{base}/{older['id']}", who="bob")
     assert one == {"profile": ident, **older}
-    for method, tail in (("GET", "/app.example.test"), ("POST", "/restore")):
+    for method, tail in (("GET", "/hosts/app.example.test"), ("POST", "/restore")):
         await team.call(method, f"{base}/{older['id']}{tail}", who="bob", status=403)
-    view = await team.call("GET", f"{base}/{older['id']}/app.example.test")
+    view = await team.call("GET", f"{base}/{older['id']}/hosts/app.example.test")
     assert [c["value"] for c in view["cookies"]] == ["dummy-p1"]
     done = await team.call("POST", f"{base}/{older['id']}/restore")
     assert done["restored"]["id"] == older["id"] and done["profile"]["id"] == ident
@@ -292,5 +292,5 @@ async def test_the_openapi_document_says_who_may_restore_and_that_no_browser_sta
     restore = doc["/v1/sessions/{key}/site-data/versions/{version}/restore"]["post"]
     assert {"400", "403", "404"} <= set(restore["responses"])
     assert not {"429", "502"} & set(restore["responses"])
-    host = doc["/v1/profiles/{ident}/versions/{version}/{site}"]["get"]
+    host = doc["/v1/profiles/{ident}/versions/{version}/hosts/{site}"]["get"]
     assert "403" in host["responses"]

@@ -69,7 +69,7 @@ _OWNERS_ONLY = (
     "/storage-state",
     "/webdriver",
     "/site-data/{site}",
-    "/versions/{version}/{site}",
+    "/versions/{version}/hosts/{site}",
     "/versions/{version}/restore",
 )
 """A session's routes that hand its values out or replace them: its owner's or an

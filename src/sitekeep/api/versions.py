@@ -2,19 +2,19 @@
 
 Every save keeps the snapshot it replaces as a version; these list them (newest first,
 counts and sizes, never a value), show one, show one host of one in full (who may see the
-values), and make one current again. ``sessions_router`` is matched before the
-sessions' own routes: ``…/site-data/versions`` would otherwise be a host named
-``versions``.
+values: ``…/hosts/{site}``, so no host is ever taken for ``restore``), and make one
+current again. ``sessions_router`` is matched before the sessions' own routes:
+``…/site-data/versions`` would otherwise be a host named ``versions``.
 
 Routes::
 
     GET  /v1/sessions/{key}/site-data/versions                      {key, versions: [...]}
     GET  /v1/sessions/{key}/site-data/versions/{version}            {key, id, kept_at, …}
-    GET  /v1/sessions/{key}/site-data/versions/{version}/{site}     one host in full (owner)
+    GET  /v1/sessions/{key}/site-data/versions/{version}/hosts/{site} one host (owner)
     POST /v1/sessions/{key}/site-data/versions/{version}/restore    {key, restored, hint?}
     GET  /v1/profiles/{id}/versions                                 {profile, versions: [...]}
     GET  /v1/profiles/{id}/versions/{version}                       {profile, id, kept_at, …}
-    GET  /v1/profiles/{id}/versions/{version}/{site}                one host (its managers)
+    GET  /v1/profiles/{id}/versions/{version}/hosts/{site}          one host (managers)
     POST /v1/profiles/{id}/versions/{version}/restore               {profile, restored}
 """
 
@@ -25,12 +25,17 @@ from typing import Annotated
 from fastapi import APIRouter, Path
 
 from sitekeep.api.deps import JSON, Ident, Key, Site, Svc, Who
-from sitekeep.args import MAX_NAME, VersionChoice, unchecked
+from sitekeep.args import MAX_NAME, VERSION_PATTERN, VersionChoice, unchecked
 
 __all__ = ["profiles_router", "sessions_router"]
 
 Version = Annotated[
-    str, Path(description="A version's id, from the versions list.", max_length=MAX_NAME)
+    str,
+    Path(
+        description="A version's id, from the versions list.",
+        pattern=VERSION_PATTERN,
+        max_length=MAX_NAME,
+    ),
 ]
 
 
@@ -54,7 +59,7 @@ async def session_version(key: Key, version: Version, who: Who, svc: Svc) -> JSO
     return await svc.versions.session_version(who, key, _choice(version))
 
 
-@sessions_router.get("/{version}/{site}")
+@sessions_router.get("/{version}/hosts/{site}")
 async def session_version_host(key: Key, version: Version, site: Site, who: Who, svc: Svc) -> JSON:
     """One host of one version in full, httpOnly values ``•••`` (owner or admin)."""
     return await svc.versions.session_version_host(who, key, _choice(version), site)
@@ -82,7 +87,7 @@ async def profile_version(ident: Ident, version: Version, who: Who, svc: Svc) ->
     return await svc.versions.profile_version(who, ident, _choice(version))
 
 
-@profiles_router.get("/{version}/{site}")
+@profiles_router.get("/{version}/hosts/{site}")
 async def profile_version_host(
     ident: Ident, version: Version, site: Site, who: Who, svc: Svc
 ) -> JSON:
