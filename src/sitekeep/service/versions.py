@@ -73,6 +73,16 @@ class Versions:
         rows = [summary(i, data, record.history) for i, data in found]
         return well_formed({"key": record.key, "versions": rows})
 
+    async def session_version_ids(self, who: Principal, key: str) -> list[str]:
+        """The ids of the session's versions, newest first, without opening one (what a
+        page polls to tell that they changed).
+
+        Raises:
+            InvalidInput: a malformed key. NotFound: no such session.
+        """
+        record = await self._records.require(who, key)
+        return await self._records.versions.ids(who.tenant, record.key)
+
     async def session_version(
         self, who: Principal, key: str, choice: VersionChoice
     ) -> dict[str, Any]:
