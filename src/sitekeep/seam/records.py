@@ -37,7 +37,7 @@ from sitekeep.model import (
     load_site_data,
 )
 from sitekeep.policy import check_key
-from sitekeep.seam.versions import SnapshotVersions
+from sitekeep.seam.versions import SnapshotVersions, versions_prefix
 from sitekeep.stores import SessionLocks, SessionStore
 from sitekeep.stores.base import Versioned
 from sitekeep.stores.cipher import Cipher
@@ -205,9 +205,7 @@ class Records:
         ident = (record.tenant, record.key)
         revisions = _REVISIONS.get()
         assert revisions is not None, "a session record is written only inside a seam"
-        await self.store.expire(snapshot_key(*ident), ttl)
-        if self.settings.versions:  # else none outlives its own TTL, set when it was kept
-            await self.versions.expire(*ident, ttl)
+        await self.store.expire(snapshot_key(*ident), ttl, under=versions_prefix(*ident))
         written = await self.store.write(
             record_key(*ident),
             RECORD_JSON.dump_json(record),

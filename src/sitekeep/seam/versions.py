@@ -8,7 +8,8 @@ version moved to another session, tenant or id does not open. The newest
 ``SITEKEEP_VERSIONS`` are kept (0: none, and a save then drops those kept before).
 
 Versions expire with their record: each is written with the session's TTL, and every
-write of the record moves them all (``SessionStore.expire_prefix``, with the snapshot's).
+write of the record moves them all with its snapshot (``SessionStore.expire(…, under=)``,
+in the same round trip).
 Deleting the snapshot or the session deletes them; Forget of one host removes the host
 from every version (:meth:`SnapshotVersions.forget_host`).
 """
@@ -150,7 +151,3 @@ class SnapshotVersions:
         """Delete every version of the session; how many there were."""
         found = await self.store.keys(versions_prefix(tenant, key))
         return await self.store.delete(*found) if found else 0
-
-    async def expire(self, tenant: str, key: str, ttl: float) -> None:
-        """Move every version's expiry to ``ttl`` seconds from now (with its record's)."""
-        await self.store.expire_prefix(versions_prefix(tenant, key), ttl)

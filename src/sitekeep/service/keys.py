@@ -231,8 +231,8 @@ async def _reseal_in_session(parts: Parts, cipher: Cipher, blob: Blob) -> Outcom
             if await store.write(key, value, ttl=ttl, revision=found.revision) is not None:
                 where = f"{blob.tenant}/{session}"
                 await store.expire(f"{_RECORDS}{where}", ttl)
-                await store.expire(f"{_SNAPSHOTS}{where}", ttl)
-                await store.expire_prefix(versions_prefix(blob.tenant, session), ttl)
+                versions = versions_prefix(blob.tenant, session)
+                await store.expire(f"{_SNAPSHOTS}{where}", ttl, under=versions)
                 return "resealed"
     return "busy"
 

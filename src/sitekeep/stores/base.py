@@ -101,18 +101,14 @@ class SessionStore(Protocol):
         """Delete the keys; returns how many existed."""
         ...
 
-    async def expire(self, key: str, ttl: float) -> bool:
+    async def expire(self, key: str, ttl: float, *, under: str | None = None) -> bool:
         """Move the key's expiry to ``ttl`` seconds from now; False when it is absent.
-        The revision stays."""
-        ...
+        The revision stays.
 
-    async def expire_prefix(self, prefix: str, ttl: float) -> int:
-        """:meth:`expire` of every live key starting with ``prefix`` (as :meth:`keys`
-        lists them), in one round trip; how many were live. A key written meanwhile by
-        another call keeps the expiry its write gave it or this one, never none.
-
-        What keeps a session's snapshot versions expiring with its record (issue #26):
-        the record's every write moves them all, however many there are."""
+        With ``under``, in the same round trip, move the expiry of every live key starting
+        with ``under`` (as :meth:`keys` lists them) alike, whether or not ``key`` is live:
+        what keeps a session's snapshot versions expiring with its record (issue #26) at
+        no more round trips than its snapshot alone."""
         ...
 
     async def keys(self, prefix: str) -> list[str]:

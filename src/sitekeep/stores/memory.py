@@ -56,18 +56,14 @@ class MemoryStore:
             del self._data[key]
         return len(live)
 
-    async def expire(self, key: str, ttl: float) -> bool:
+    async def expire(self, key: str, ttl: float, *, under: str | None = None) -> bool:
+        for other in await self.keys(under) if under is not None else []:
+            await self.expire(other, ttl)
         item = self._live(key)
         if item is None:
             return False
         self._data[key] = (item[0], self._clock() + ttl, item[2])
         return True
-
-    async def expire_prefix(self, prefix: str, ttl: float) -> int:
-        keys = await self.keys(prefix)
-        for key in keys:
-            await self.expire(key, ttl)
-        return len(keys)
 
     async def keys(self, prefix: str) -> list[str]:
         return sorted(k for k in list(self._data) if k.startswith(prefix) and self._live(k))

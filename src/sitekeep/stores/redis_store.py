@@ -288,21 +288,26 @@ class RedisStore:
             args += [key, _group_of(key)]
         return int(await self._call(lambda: self._delete(keys=names, args=args)))
 
-    async def expire(self, key: str, ttl: float) -> bool:
+    async def expire(self, key: str, ttl: float, *, under: str | None = None) -> bool:
+        """The key's script, and with ``under`` the listing's script re-timing every key
+        under it, sent together: one round trip."""
         now = self._clock()
-        args: list[bytes | str | int] = [
-            repr(now + ttl),
-            max(1, math.ceil(ttl * 1000)),
-            repr(now),
-            key,
-            _group_of(key),
-        ]
-        return bool(await self._call(lambda: self._expire(keys=self._index_keys(key), args=args)))
+        at, ms = repr(now + ttl), max(1, math.ceil(ttl * 1000))
+        args: list[bytes | str | int] = [at, ms, repr(now), key, _group_of(key)]
+        if under is None:
+            return bool(
+                await self._call(lambda: self._expire(keys=self._index_keys(key), args=args))
+            )
+        await self._index_once()
 
-    async def expire_prefix(self, prefix: str, ttl: float) -> int:
-        """The listing's script re-times each key it would list: one round trip."""
-        at = repr(self._clock() + ttl)
-        return int(await self._listing(prefix, "expire", at, max(1, math.ceil(ttl * 1000))))
+        async def both() -> list[Any]:
+            async with self._client.pipeline(transaction=False) as pipe:
+                await self._expire(keys=self._index_keys(key), args=args, client=pipe)
+                listing = self._listing_args(under, "expire", at, ms)
+                await self._list(keys=[self._groups], args=listing, client=pipe)
+                return list(await pipe.execute())
+
+        return bool((await self._call(both))[0])
 
     async def keys(self, prefix: str) -> list[str]:
         found = await self._listing(prefix, "list")
@@ -313,9 +318,8 @@ class RedisStore:
         prefix are many (each counted by its size once its expired members are pruned)."""
         return int(await self._listing(prefix, "count"))
 
-    async def _listing(self, prefix: str, mode: str, *retimed: str | int) -> Any:
-        await self._index_once()
-        args: list[bytes | str | int] = [
+    def _listing_args(self, prefix: str, mode: str, *retimed: str | int) -> list[bytes | str | int]:
+        return [
             repr(self._clock()),
             self._group,
             self._prefix,
@@ -324,6 +328,10 @@ class RedisStore:
             mode,
             *retimed,
         ]
+
+    async def _listing(self, prefix: str, mode: str) -> Any:
+        await self._index_once()
+        args = self._listing_args(prefix, mode)
         return await self._call(lambda: self._list(keys=[self._groups], args=args))
 
     async def _index_once(self) -> None:
