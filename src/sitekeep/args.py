@@ -53,6 +53,7 @@ __all__ = [
     "MAX_SITE",
     "MAX_URL",
     "OPERATIONS",
+    "VERSION_PATTERN",
     "Args",
     "AssertTextArgs",
     "CaptureBody",
@@ -78,6 +79,7 @@ __all__ = [
     "Step",
     "TypeArgs",
     "TypeSecretArgs",
+    "VersionChoice",
     "WaitForArgs",
     "invalid_input",
     "kept",
@@ -88,6 +90,8 @@ __all__ = [
 
 KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 """A session key (``sitekeep.policy.check_key``)."""
+VERSION_PATTERN = r"^v[0-9]{13}-[0-9a-f]{4}$"
+"""A version's id (``sitekeep.versions.new_id``, issue #26)."""
 
 
 class Kept(Enum):
@@ -343,6 +347,19 @@ class CaptureBody(Args):
     """The cookies to keep, by ``{domain, name}``; omitted: every unexpired cookie."""
 
 
+# -- versions of saved site data (issue #26) ------------------------------------------------
+
+
+class VersionChoice(Args):
+    """One version of a session's or profile's saved site data: what viewing one and
+    ``restore_site_data_version`` take (the service checks its form, naming ``version``)."""
+
+    version: Name = Field(
+        max_length=MAX_NAME,
+        description="A version's id, from the versions list (v, 13 digits, -, 4 hex digits).",
+    )
+
+
 # -- the catalogue (SPEC §7, §14) ------------------------------------------------------------
 
 
@@ -374,6 +391,7 @@ JOURNALED: dict[str, type[Args]] = {
     **OPERATIONS,
     "save_site_data": SaveBody,
     "open_session": OpenBody,
+    "restore_site_data_version": VersionChoice,
 }
 """The operations whose journaled arguments are a model's fields (``journal.redact``)."""
 

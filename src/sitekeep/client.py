@@ -29,7 +29,7 @@ import httpx
 
 from sitekeep.errors import SitekeepError, Unreachable, error_from_json
 
-__all__ = ["JSON", "AsyncClient", "AsyncSession", "Client", "Session"]
+__all__ = ["JSON", "AsyncClient", "AsyncProfile", "AsyncSession", "Client", "Profile", "Session"]
 
 JSON = dict[str, Any]
 R = TypeVar("R")
@@ -61,14 +61,43 @@ def _result(response: httpx.Response) -> JSON:
     raise SitekeepError(f"HTTP {response.status_code} from {response.request.url.path}")
 
 
-class _SessionCalls(Generic[R]):
+class _VersionCalls(Generic[R]):
+    """The routes of the versions of saved site data (issue #26), a session's or a
+    profile's; ``R`` is what ``_call`` returns."""
+
+    def _call(self, method: Method, path: str, body: JSON | None = None, then: Then = None) -> R:
+        raise NotImplementedError
+
+    def _versions(self, tail: str = "") -> str:
+        raise NotImplementedError
+
+    def versions(self) -> R:
+        """``GET …/versions``: the versions of the saved site data, newest first — per
+        host counts, sizes and the recorded sign-in state, never a value."""
+        return self._call("GET", self._versions())
+
+    def version(self, version: str, site: str | None = None) -> R:
+        """``GET …/versions/{version}`` (as listed), or ``…/{version}/hosts/{site}``: one
+        host of it in full (who may see the values)."""
+        tail = f"/{quote(version, safe='')}"
+        if site is not None:
+            tail += f"/hosts/{quote(site, safe='')}"
+        return self._call("GET", self._versions(tail))
+
+    def restore_version(self, version: str) -> R:
+        """``POST …/versions/{version}/restore``: make the version the saved site data;
+        the one it replaces is kept as a version."""
+        return self._call("POST", self._versions(f"/{quote(version, safe='')}/restore"))
+
+
+class _SessionCalls(_VersionCalls[R]):
     """The session routes of SPEC §5; ``R`` is what ``_call`` returns."""
 
     def __init__(self, key: str | None) -> None:
         self.key = key
 
-    def _call(self, method: Method, path: str, body: JSON | None = None, then: Then = None) -> R:
-        raise NotImplementedError
+    def _versions(self, tail: str = "") -> str:
+        return self._path(f"/site-data/versions{tail}")
 
     def _adopt(self, result: JSON) -> None:
         self.key = str(result["key"])
@@ -207,12 +236,21 @@ class _SessionCalls(Generic[R]):
         return self._call("DELETE", self._path())
 
 
-class Session(_SessionCalls[JSON]):
-    """A session's routes on a :class:`Client`; each call returns the route's JSON."""
+class _ProfileCalls(_VersionCalls[R]):
+    """A profile's routes (the versions of its site data); ``R`` is what ``_call``
+    returns."""
 
-    def __init__(self, http: httpx.Client, key: str | None) -> None:
-        super().__init__(key)
-        self._http = http
+    def __init__(self, ident: str) -> None:
+        self.id = ident
+
+    def _versions(self, tail: str = "") -> str:
+        return f"/v1/profiles/{quote(self.id, safe='')}/versions{tail}"
+
+
+class _Sync:
+    """A handle's calls on an ``httpx.Client``: each returns the route's JSON."""
+
+    _http: httpx.Client
 
     def _call(self, method: Method, path: str, body: JSON | None = None, then: Then = None) -> JSON:
         result = _send(self._http, method, path, body)
@@ -221,12 +259,10 @@ class Session(_SessionCalls[JSON]):
         return result
 
 
-class AsyncSession(_SessionCalls[Awaitable[JSON]]):
-    """A session's routes on an :class:`AsyncClient`; each call is awaited."""
+class _Async:
+    """A handle's calls on an ``httpx.AsyncClient``: each is awaited."""
 
-    def __init__(self, http: httpx.AsyncClient, key: str | None) -> None:
-        super().__init__(key)
-        self._http = http
+    _http: httpx.AsyncClient
 
     async def _call(
         self, method: Method, path: str, body: JSON | None = None, then: Then = None
@@ -239,6 +275,38 @@ class AsyncSession(_SessionCalls[Awaitable[JSON]]):
         if then is not None:
             then(result)
         return result
+
+
+class Session(_Sync, _SessionCalls[JSON]):
+    """A session's routes on a :class:`Client`; each call returns the route's JSON."""
+
+    def __init__(self, http: httpx.Client, key: str | None) -> None:
+        super().__init__(key)
+        self._http = http
+
+
+class AsyncSession(_Async, _SessionCalls[Awaitable[JSON]]):
+    """A session's routes on an :class:`AsyncClient`; each call is awaited."""
+
+    def __init__(self, http: httpx.AsyncClient, key: str | None) -> None:
+        super().__init__(key)
+        self._http = http
+
+
+class Profile(_Sync, _ProfileCalls[JSON]):
+    """A profile's routes on a :class:`Client` (the versions of its site data)."""
+
+    def __init__(self, http: httpx.Client, ident: str) -> None:
+        super().__init__(ident)
+        self._http = http
+
+
+class AsyncProfile(_Async, _ProfileCalls[Awaitable[JSON]]):
+    """A profile's routes on an :class:`AsyncClient`; each call is awaited."""
+
+    def __init__(self, http: httpx.AsyncClient, ident: str) -> None:
+        super().__init__(ident)
+        self._http = http
 
 
 def _unreachable(base: httpx.URL, exc: httpx.TransportError) -> Unreachable:
@@ -287,6 +355,10 @@ class Client:
         """A handle on session ``key`` (none yet: :meth:`Session.open` takes the server's)."""
         return Session(self._http, key)
 
+    def profile(self, ident: str) -> Profile:
+        """A handle on profile ``ident`` (the versions of its site data)."""
+        return Profile(self._http, ident)
+
     def sessions(self) -> JSON:
         """``GET /v1/sessions``: ``{"sessions": [...]}``, the caller's sessions."""
         return _send(self._http, "GET", "/v1/sessions")
@@ -321,6 +393,10 @@ class AsyncClient:
     def session(self, key: str | None = None) -> AsyncSession:
         """A handle on session ``key`` (none yet: :meth:`AsyncSession.open` takes one)."""
         return AsyncSession(self._http, key)
+
+    def profile(self, ident: str) -> AsyncProfile:
+        """A handle on profile ``ident`` (the versions of its site data)."""
+        return AsyncProfile(self._http, ident)
 
     async def sessions(self) -> JSON:
         """``GET /v1/sessions``: ``{"sessions": [...]}``, the caller's sessions."""

@@ -92,6 +92,9 @@ class Settings(BaseSettings):
     browser's quota still fits beside a full cookie jar (under 1 MiB: 180 cookies of
     4 KiB); past the cap the largest values go first, then the origins visited longest ago."""
     session_ttl: float = Field(default=24 * 3600.0, gt=0)
+    versions: int = Field(default=10, ge=0, le=100)
+    """Snapshots a session or profile keeps as versions, newest first: each save keeps the
+    one it replaces (issue #26); 0 keeps none. They expire with the session's record."""
     history_cap: int = Field(default=100, gt=0)
     warm_browsers: Annotated[dict[BrowserKind, int], NoDecode] = Field(
         default_factory=_default_pool

@@ -19,6 +19,12 @@ workspace       another member           yes                 403
 Another tenant's profile is never found (rows are keyed by tenant). Values (the storage
 state export) go only to those who may manage the profile: a member who may only use a
 workspace profile sees its metadata and per-host counts.
+
+Each write of a profile's site data (a capture, a save with ``profile``, an import, a
+restore) keeps the site data it replaces as a version (issue #26), sealed for
+``(tenant, "profile-version", "{id}/{version}")``, the newest ``SITEKEEP_VERSIONS``; a
+write goes in only over the envelope it read (``ProfileStore.put_over``), so two captures
+at once never lose one: the later is written over the earlier, which it keeps.
 """
 
 from __future__ import annotations
@@ -32,14 +38,23 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from sitekeep.cookies import cookie_host, covers_host
-from sitekeep.errors import Forbidden, InvalidInput, NotFound
+from sitekeep.errors import Conflict, Forbidden, InvalidInput, NotFound
 from sitekeep.history import origin_of
 from sitekeep.limits import MAX_PROFILE_NAME
 from sitekeep.masking import carried
 from sitekeep.model import OriginStorage, Principal, SiteData, dump_site_data, load_site_data
 from sitekeep.state_preview import select_cookies
-from sitekeep.stores.base import Clock, ProfileRow, ProfileStore, Visibility, system_clock
+from sitekeep.stores.base import (
+    Clock,
+    ProfileRow,
+    ProfileStore,
+    ProfileVersionRow,
+    Visibility,
+    system_clock,
+)
 from sitekeep.stores.cipher import Cipher
+from sitekeep.versions import PROFILE_VERSION_KIND, kept_at, new_id
+from sitekeep.versions import check_id as check_version
 
 __all__ = [
     "EXPIRY_SOON_DAYS",
@@ -229,14 +244,31 @@ class Loaded:
     site_data: SiteData
 
 
+_WRITE_ATTEMPTS = 5
+"""Writes of a profile's site data tried, each over the envelope read just before, before
+the write is refused as busy (another write landed before each)."""
+
+
 class GatedProfiles:
     """The profile use cases over a ``ProfileStore`` and the cipher, each behind
-    :func:`gate` (SPEC §9)."""
+    :func:`gate` (SPEC §9).
 
-    def __init__(self, store: ProfileStore, cipher: Cipher, clock: Clock = system_clock) -> None:
+    Args:
+        versions: how many versions of its site data a profile keeps (issue #26).
+    """
+
+    def __init__(
+        self,
+        store: ProfileStore,
+        cipher: Cipher,
+        clock: Clock = system_clock,
+        *,
+        versions: int = 10,
+    ) -> None:
         self._store = store
         self._cipher = cipher
         self._clock = clock
+        self._versions = versions
 
     async def _gated(
         self, who: Principal, ident: str, op: Op, field: str | None = "id"
@@ -321,21 +353,103 @@ class GatedProfiles:
         return await self._write(row, site_data)
 
     async def _write(self, row: ProfileRow, site_data: SiteData) -> ProfileRow:
-        now = self._clock()
+        """Write ``site_data`` over the row's, keeping the replaced one as a version; read
+        again and tried again while another write lands first.
+
+        Raises:
+            NotFound: the profile was deleted meanwhile. Conflict: other writes landed
+                first :data:`_WRITE_ATTEMPTS` times; nothing was written.
+        """
         domains, expires_at = _derived(site_data)
+        plain = dump_site_data(site_data)
+        for _ in range(_WRITE_ATTEMPTS):
+            now = self._clock()
+            kept = self._version_of(row, now)
+            now = max(now, kept.kept_at) if kept else now  # never before the version it keeps
+            sealed = self._cipher.seal(plain, tenant=row.tenant, kind=KIND, ident=row.id)
+            new = replace(
+                row,
+                cookie_domains=domains,
+                expires_at=expires_at,
+                captured_at=now,
+                updated_at=now,
+                sealed=sealed,
+            )
+            if await self._store.put_over(new, over=row.sealed, version=kept, keep=self._versions):
+                return new
+            found = await self._store.get(row.tenant, row.id)
+            if found is None:
+                raise NotFound("profile", row.id, field="id")
+            row = found
+        raise Conflict(f"profile {row.id!r} was written by other calls meanwhile: try again")
+
+    def _version_of(self, row: ProfileRow, now: float) -> ProfileVersionRow | None:
+        """The row's site data as a version kept at ``now``, sealed for its place; None
+        when it holds none or none are kept."""
+        if row.sealed is None or self._versions == 0:
+            return None
+        plain = self._cipher.open(row.sealed, tenant=row.tenant, kind=KIND, ident=row.id)
+        # The newest version before this one was kept when the row's data was written.
+        ident = new_id(now, row.captured_at)
         sealed = self._cipher.seal(
-            dump_site_data(site_data), tenant=row.tenant, kind=KIND, ident=row.id
+            plain, tenant=row.tenant, kind=PROFILE_VERSION_KIND, ident=f"{row.id}/{ident}"
         )
-        row = replace(
-            row,
-            cookie_domains=domains,
-            expires_at=expires_at,
-            captured_at=now,
-            updated_at=now,
-            sealed=sealed,
+        return ProfileVersionRow(row.tenant, row.id, ident, kept_at(ident), sealed)
+
+    async def versions(self, who: Principal, ident: str) -> builtins.list[tuple[str, SiteData]]:
+        """The profile's versions, opened, newest first, gated for ``read``.
+
+        Raises:
+            NotFound, Forbidden: the gate. StoreUnavailable: a version does not open for
+            its place.
+        """
+        row = await self._gated(who, ident, "read")
+        found = await self._store.versions(row.tenant, row.id)
+        return [(v.id, self._open_version(v)) for v in found]
+
+    async def version(
+        self, who: Principal, ident: str, version: str, op: Op = "read"
+    ) -> tuple[ProfileRow, SiteData]:
+        """The profile's row and one version of its site data, gated for ``op``
+        (``capture`` — manage — to see its values or restore it).
+
+        Raises:
+            InvalidInput: a malformed ``version``. NotFound: the gate, or no such version
+            (``version``). Forbidden: the gate.
+        """
+        version = check_version(version)
+        row = await self._gated(who, ident, op)
+        found = await self._store.version(row.tenant, row.id, version)
+        if found is None:
+            raise NotFound("version", version, field="version")
+        return row, self._open_version(found)
+
+    def _open_version(self, version: ProfileVersionRow) -> SiteData:
+        plain = self._cipher.open(
+            version.sealed,
+            tenant=version.tenant,
+            kind=PROFILE_VERSION_KIND,
+            ident=f"{version.profile}/{version.id}",
         )
-        await self._store.put(row)
-        return row
+        return load_site_data(plain)
+
+    async def restore_version(
+        self, who: Principal, ident: str, version: str
+    ) -> tuple[ProfileRow, SiteData]:
+        """Make one version the profile's site data; what it replaces is kept as a
+        version (so a restore can itself be undone). Returns the row written and the
+        version's site data.
+
+        Raises:
+            InvalidInput: a malformed ``version``. NotFound: the gate, or no such version.
+            Forbidden: the gate (``capture``). Conflict: see :meth:`_write`.
+        """
+        row, site_data = await self.version(who, ident, version, "capture")
+        return await self._write(row, site_data), site_data
+
+    async def sealed_versions(self) -> builtins.list[ProfileVersionRow]:
+        """Every tenant's profile versions (for key rotation)."""
+        return await self._store.every_version()
 
     async def load(self, who: Principal, ident: str, op: Op, *, field: str | None = "id") -> Loaded:
         """The profile's row and site data, gated for ``op`` (``use`` to open a session

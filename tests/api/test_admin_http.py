@@ -221,6 +221,7 @@ async def test_forget_drops_a_hosts_storage_and_own_cookies_and_nothing_else(adm
         "site": "app.example.test",
         "gone": {"cookies": 2, "local": 1, "session": 1},
         "hosts": ["id.example.test", "ads.cdn.test"],
+        "versions": 0,
     }
     record, snapshot = await admin.state()
     assert record is not None and record.history == HISTORY  # never the history
@@ -238,6 +239,7 @@ async def test_clear_site_data_deletes_the_snapshot_and_leaves_the_history(admin
     assert answer == {
         "key": "s1",
         "gone": ["app.example.test", "id.example.test", "ads.cdn.test"],
+        "versions": 0,
     }
     record, snapshot = await admin.state()
     assert snapshot is None and record is not None and record.history == HISTORY

@@ -13,6 +13,7 @@ from fixtures.serve import free_port
 from fixtures.sites import Sites
 from sitekeep import AsyncClient, Client
 from sitekeep.errors import Forbidden, InvalidInput, NoHistoryEntry, NotFound, Unreachable
+from sitekeep.model import SiteData
 from support import WHO, Api
 
 from .conftest import Served
@@ -108,3 +109,41 @@ async def test_webdriver_hands_the_browser_to_its_owner_only(api: Api, sites: Si
         await mine.close_browser()
         with pytest.raises(sitekeep.errors.Conflict):
             await mine.webdriver()
+
+
+def test_the_client_lists_shows_and_restores_a_sessions_versions(served: Served) -> None:
+    with Client(served.url, served.token) as client:
+        mine = client.session("client-versions")
+        mine.open()
+        first = mine.save_site_data()
+        mine.save_site_data()
+        [version] = mine.versions()["versions"]
+        assert mine.version(version["id"]) == {"key": "client-versions", **version}
+        restored = mine.restore_version(version["id"])
+        assert restored["restored"]["id"] == version["id"] and "hint" in restored
+        assert len(mine.versions()["versions"]) == 2
+        with pytest.raises(InvalidInput) as bad:
+            mine.restore_version("v1-nope")
+        assert bad.value.field == "version"
+        assert first["saved"]["cookies"] == 0
+        mine.delete()
+
+
+@pytest.mark.anyio
+async def test_the_async_client_reaches_a_profiles_versions(api: Api) -> None:
+    token = api.http.headers["authorization"].removeprefix("Bearer ")
+    transport = api.http._transport
+    profiles = api.service.parts.profiles
+    row = await profiles.create(WHO, "staging")
+    for n in (1, 2):
+        await profiles.write(WHO, row.id, SiteData(saved_at=float(n)))
+    async with AsyncClient("http://sitekeep.test", token, transport=transport) as client:
+        handle = client.profile(row.id)
+        [version] = (await handle.versions())["versions"]
+        assert version["saved_at"] == 1.0
+        assert await handle.version(version["id"]) == {"profile": row.id, **version}
+        done = await handle.restore_version(version["id"])
+        assert done["restored"]["saved_at"] == 1.0
+        with pytest.raises(NotFound) as missing:
+            await handle.version("v0000000000001-0000")
+        assert missing.value.field == "version"

@@ -1,6 +1,7 @@
 """The ``ProfileStore`` and ``ProxyStore`` ports (SPEC §9, §14) on every SQL backend
 (memory, SQLite, the real PostgreSQL): rows as given, per tenant, the sealed blob swapped
-only over the envelope it replaces."""
+only over the envelope it replaces; a profile's versions (issue #26) kept with a capture,
+the newest few, and gone with the profile."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from sitekeep.stores.base import ProfileRow, ProxyRow
+from sitekeep.stores.base import ProfileRow, ProfileVersionRow, ProxyRow
 from sitekeep.stores.database import Database
 from sitekeep.stores.profiles import SqlProfileStore, SqlProxyStore
 
@@ -92,6 +93,74 @@ async def test_swap_sealed_replaces_only_the_envelope_it_was_given(
     assert await profiles.swap_sealed("t1", "p1", ROW.sealed, b"new") is True
     assert (await profiles.get("t1", "p1")) == replace(ROW, sealed=b"new")
     assert await profiles.swap_sealed("t1", "absent", b"new", b"newer") is False
+
+
+def _version(n: int, profile: str = "p1", tenant: str = "t1") -> ProfileVersionRow:
+    return ProfileVersionRow(tenant, profile, f"v{n:02d}", 1_700_000_000.0 + n, b"sealed-%d" % n)
+
+
+async def test_put_over_writes_only_over_the_envelope_it_read_and_keeps_the_version(
+    profiles: SqlProfileStore,
+) -> None:
+    await profiles.put(replace(ROW, sealed=None))
+    first = replace(ROW, sealed=b"first")
+    assert await profiles.put_over(first, over=b"not there", version=_version(1), keep=3) is False
+    assert (await profiles.get("t1", "p1")) == replace(ROW, sealed=None)
+    assert await profiles.versions("t1", "p1") == []  # nothing written, not even the version
+    assert await profiles.put_over(first, over=None) is True
+    second = replace(ROW, sealed=b"second", name="renamed meanwhile")
+    assert await profiles.put_over(second, over=b"first", version=_version(1), keep=3) is True
+    assert (await profiles.get("t1", "p1")) == second
+    assert await profiles.versions("t1", "p1") == [_version(1)]
+    assert await profiles.version("t1", "p1", "v01") == _version(1)
+    assert await profiles.version("t1", "p1", "v02") is None
+    assert await profiles.version("t2", "p1", "v01") is None  # another tenant's: none
+    gone = replace(ROW, id="absent")
+    assert await profiles.put_over(gone, over=None, version=_version(9, "absent"), keep=3) is False
+    assert await profiles.get("t1", "absent") is None
+    assert await profiles.versions("t1", "absent") == []
+
+
+async def test_only_the_newest_versions_are_kept_newest_first(profiles: SqlProfileStore) -> None:
+    await profiles.put(replace(ROW, sealed=b"s0"))
+    for n in range(1, 6):
+        row = replace(ROW, sealed=b"s%d" % n)
+        assert await profiles.put_over(row, over=b"s%d" % (n - 1), version=_version(n), keep=3)
+    assert [v.id for v in await profiles.versions("t1", "p1")] == ["v05", "v04", "v03"]
+    assert await profiles.put_over(replace(ROW, sealed=b"s6"), over=b"s5", version=_version(6))
+    assert [v.id for v in await profiles.versions("t1", "p1")] == ["v05", "v04", "v03"]  # keep 0
+
+
+async def test_versions_go_with_their_profile_and_stay_out_of_others(
+    profiles: SqlProfileStore,
+) -> None:
+    for tenant, ident in (("t1", "p1"), ("t1", "p2"), ("t2", "p1")):
+        await profiles.put(replace(ROW, tenant=tenant, id=ident, sealed=b"s0"))
+        row = replace(ROW, tenant=tenant, id=ident, sealed=b"s1")
+        assert await profiles.put_over(row, over=b"s0", version=_version(1, ident, tenant), keep=2)
+    assert [v.profile for v in await profiles.versions("t1", "p2")] == ["p2"]
+    assert [(v.tenant, v.profile) for v in await profiles.every_version()] == [
+        ("t1", "p1"),
+        ("t1", "p2"),
+        ("t2", "p1"),
+    ]
+    assert await profiles.delete("t1", "p1") is True
+    assert await profiles.versions("t1", "p1") == []
+    assert [(v.tenant, v.profile) for v in await profiles.every_version()] == [
+        ("t1", "p2"),
+        ("t2", "p1"),
+    ]
+
+
+async def test_swap_version_sealed_replaces_only_the_envelope_it_was_given(
+    profiles: SqlProfileStore,
+) -> None:
+    await profiles.put(replace(ROW, sealed=b"s0"))
+    await profiles.put_over(replace(ROW, sealed=b"s1"), over=b"s0", version=_version(1), keep=2)
+    assert await profiles.swap_version_sealed("t1", "p1", "v01", b"other", b"new") is False
+    assert await profiles.swap_version_sealed("t1", "p1", "v01", b"sealed-1", b"new") is True
+    assert await profiles.version("t1", "p1", "v01") == replace(_version(1), sealed=b"new")
+    assert await profiles.swap_version_sealed("t1", "p1", "v09", b"new", b"newer") is False
 
 
 async def test_proxy_rows_per_tenant_put_get_list_delete(proxies: SqlProxyStore) -> None:

@@ -125,6 +125,46 @@ async def test_expire_of_an_expired_key_is_false_and_does_not_revive_it(
     assert await store.get("sess:a") is None
 
 
+async def test_expire_under_a_prefix_moves_every_live_key_under_it_and_no_other(
+    store: SessionStore, clock: FakeClock
+) -> None:
+    for key in ("v/t1/k/1", "v/t1/k/2", "v/t1/k/x/3", "v/t1/k2/1", "v/t1/kk", "w/t1/k/1"):
+        await store.set(key, b"v", ttl=10)
+    await store.set("v/t1/k/gone", b"v", ttl=1)
+    await store.set("v/t1/k/forever", b"v")
+    await store.set("s/t1/k", b"v", ttl=10)
+    clock.advance(1)
+    assert await store.expire("s/t1/k", 100, under="v/t1/k/") is True
+    clock.advance(50)
+    assert await store.keys("") == [
+        "s/t1/k",
+        "v/t1/k/1",
+        "v/t1/k/2",
+        "v/t1/k/forever",
+        "v/t1/k/x/3",
+    ]  # the expired one was not revived, the keys beside the prefix were not moved
+    assert await store.count("v/t1/k/") == 4
+    clock.advance(50)
+    assert await store.keys("") == []  # a key that never expired now does, with the rest
+    assert await store.get("v/t1/k/gone") is None
+
+
+async def test_expire_under_a_prefix_moves_it_even_when_the_key_is_absent_keeping_revisions(
+    store: SessionStore, clock: FakeClock
+) -> None:
+    assert await store.expire("s/t1/k", 100, under="v/t1/k/") is False
+    assert await store.keys("") == []
+    await store.set("v/t1/k/1", b"v", ttl=1)
+    await store.set("v/t1/k/1", b"w", ttl=1)
+    assert await store.expire("s/t1/k", 100, under="v/t1/k/") is False
+    clock.advance(2)
+    assert await store.read("v/t1/k/1") == Versioned(b"w", 2)
+    assert await store.get("s/t1/k") is None  # never created by it
+    await store.expire("s/t1/k", 1, under="v/t1/k/")  # shortened as expire() may
+    clock.advance(1)
+    assert await store.read("v/t1/k/1") is None
+
+
 async def test_delete_returns_how_many_of_the_keys_existed(store: SessionStore) -> None:
     await store.set("sess:a", b"1")
     await store.set("sess:b", b"2")

@@ -113,7 +113,7 @@ async def test_an_agent_signs_in_over_http_mcp_in_the_session_its_header_names(
     served: Served, sites: Sites
 ) -> None:
     async with served.client(served.token, session="web") as client:
-        assert len((await client.list_tools()).tools) == 16
+        assert len((await client.list_tools()).tools) == 18
         opened = await call(client, "open_session", url=sites.url("form.example.test", "/login"))
         assert (opened["key"], opened["title"]) == ("web", "Form — sign in")
         await call(client, "type", selector="#user", text=FORM_USER)

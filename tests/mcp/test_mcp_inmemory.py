@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,7 +21,7 @@ from sitekeep.config import Settings
 from sitekeep.errors import NotFound
 from sitekeep.limits import MAX_NAME, MAX_URL
 from sitekeep.mcp import build_server
-from sitekeep.model import Principal
+from sitekeep.model import Cookie, Principal, SessionRecord, SiteData
 from sitekeep.service import Service
 from support import WHO, call_tool
 
@@ -99,6 +100,8 @@ async def test_tools_are_listed_with_honest_annotations(client: Client) -> None:
         "close_session",
         "run_flow",
         "list_profiles",
+        "list_site_data_versions",
+        "restore_site_data_version",
     }
     hints = {name: tool.annotations for name, tool in tools.items()}
     for name in ("snapshot", "read", "screenshot"):
@@ -122,6 +125,13 @@ async def test_tools_are_listed_with_honest_annotations(client: Client) -> None:
             assert "key" in tool.input_schema["properties"], name
     listing = hints["list_profiles"]
     assert listing is not None and listing.read_only_hint is True
+    versions = hints["list_site_data_versions"]
+    assert versions is not None and versions.read_only_hint is True
+    restore = hints["restore_site_data_version"]
+    assert restore is not None and (restore.read_only_hint, restore.destructive_hint) == (
+        False,
+        False,
+    )
     for name in ("profile", "country"):
         assert name in tools["open_session"].input_schema["properties"], name
     assert "profile" in tools["save_site_data"].input_schema["properties"]
@@ -324,3 +334,34 @@ async def test_after_a_secret_is_typed_mcp_refuses_clipboard_input_naming_the_fi
         refused = error_of(await client.call_tool(tool, {"key": "clip", **args}))
         assert (refused["type"], refused["field"]) == ("clipboard_not_allowed", field), tool
     assert (await call(client, "press", key="clip", keys="Control+A"))["title"] == "Recorder"
+
+
+async def test_an_agent_lists_and_restores_versions_and_a_bad_id_names_the_field(
+    client: Client, service: Service
+) -> None:
+    """Issue #26: every save keeps the one it replaced; the agent undoes one."""
+    records = service.parts.seam.records
+    now = time.time()
+    snapshots = [
+        SiteData(cookies=(Cookie("sid", f"dummy-mcp-{n}", "app.example.test"),), saved_at=n)
+        for n in (1.0, 2.0)
+    ]
+
+    async def body() -> dict[str, Any]:
+        await records.load(WHO.tenant, "v")
+        await records.put(SessionRecord(WHO.tenant, "v", WHO.subject, "chromium", now, now))
+        for snapshot in snapshots:
+            await records.put_snapshot(WHO.tenant, "v", snapshot)
+        return {}
+
+    await service.parts.seam.call(WHO, "v", lambda _: body(), inspect=False)
+    listed = await call(client, "list_site_data_versions", key="v")
+    [version] = listed["versions"]
+    assert version["saved_at"] == 1.0 and "dummy" not in json.dumps(listed)
+    done = await call(client, "restore_site_data_version", key="v", version=version["id"])
+    assert done["restored"] == {"id": version["id"], "saved_at": 1.0, "hosts": ["app.example.test"]}
+    assert await records.load_snapshot(WHO.tenant, "v") == snapshots[0]
+    for bad, kind in (("nope", "invalid_input"), ("v0000000000001-0000", "not_found")):
+        refused = await client.call_tool("restore_site_data_version", {"key": "v", "version": bad})
+        assert (error_of(refused)["type"], error_of(refused)["field"]) == (kind, "version")
+    assert await records.load_snapshot(WHO.tenant, "v") == snapshots[0]

@@ -426,6 +426,54 @@ def test_forget_and_clear_leave_the_other_tab_and_the_live_browser_alone(
     live.agent("/v1/sessions/ui-forget/browser", method="DELETE")
 
 
+def test_versions_list_earlier_saves_and_restoring_one_signs_the_reopen_back_in(
+    page: Page, live: Live
+) -> None:
+    """Issue #26: an explicit save after a sign-out (the token app forgets its token in
+    the page; the server would still take it) replaced a signed-in snapshot; the Versions
+    tab shows it and brings it back."""
+    live.signed_in_session("ui-versions", keep_browser=True)
+    url = live.sites.url
+    live.agent("/v1/sessions/ui-versions/navigate", {"url": url(TOKEN_HOST, "/logout")})
+    out = live.agent("/v1/sessions/ui-versions/navigate", {"url": url(TOKEN_HOST, "/")})
+    assert out["title"] == "Token — signed out"  # and where a reopen lands
+    live.agent("/v1/sessions/ui-versions/save-site-data")
+    sign_in(page, live.admin)
+    open_session(page, "ui-versions", tab="versions")
+    expect(page.get_by_role("tab", name="Versions")).to_contain_text("1")
+    versions = pane(page, "Versions")
+    [version] = page.locator('[data-pane="versions"] .rows > li').evaluate_all(
+        "rows => rows.map(r => r.dataset.row)"
+    )
+    fold = versions.get_by_role("button", name=re.compile(r"^saved "))
+    expect(fold).to_have_attribute("aria-expanded", "false")
+    fold.click()
+    sites = versions.get_by_role("region", name=f"Version {version}")
+    token_row = sites.get_by_role("row").filter(has_text=TOKEN_HOST)
+    expect(token_row.get_by_role("cell").nth(3)).to_contain_text("1 · ")  # its token
+    expect(sites.get_by_text("dummy-")).to_have_count(0)  # never a value
+    site_rev = page.locator('[data-pane="site-data"] .pane').get_attribute("data-rev")
+
+    versions.get_by_role("button", name=f"Restore {version}").click()
+    dialog = page.get_by_role("dialog", name=f"Restore {version}")
+    expect(dialog.get_by_role("list", name="Comes back")).to_contain_text(TOKEN_HOST)
+    expect(dialog).to_contain_text("the live browser keeps what it has")
+    dialog.get_by_role("button", name="Restore").click()
+    expect(page.get_by_role("tab", name="Versions")).to_contain_text("2")
+    expect(versions.locator(".rows > li")).to_have_count(2)
+    # Site data repaints on the next poll: its revision moved with the restore.
+    wait_for_polls(page, polls(page) + 2)
+    after = page.locator('[data-pane="site-data"] .pane').get_attribute("data-rev")
+    assert after != site_rev
+    journal = live.admin_api("GET", "/admin/sessions/ui-versions/journal").json()["rows"]
+    assert {"version": version} in [r.get("args") for r in journal]
+
+    live.agent("/v1/sessions/ui-versions/browser", method="DELETE")  # no save on the way
+    reopened = live.agent("/v1/sessions", {"key": "ui-versions"})
+    assert reopened["title"] == "Token — signed in as bob"
+    live.agent("/v1/sessions/ui-versions/browser", method="DELETE")
+
+
 def test_an_empty_session_says_so_in_both_tabs(page: Page, live: Live) -> None:
     live.agent("/v1/sessions", {"key": "ui-empty"})
     live.agent("/v1/sessions/ui-empty/browser", method="DELETE")

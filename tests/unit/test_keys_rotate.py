@@ -1,5 +1,6 @@
 """``sitekeep keys rotate`` (SPEC §12) on a real data dir (SQLite, the key file): every
-secret, profile, snapshot and session mask resealed under the new key and still opening;
+secret, profile, snapshot, session mask and version of a snapshot or a profile (issue #26)
+resealed under the new key and still opening;
 a blob moved to another record, tenant or kind never opens; a write landing during the
 pass is never overwritten; old keys retired only once nothing uses them."""
 
@@ -54,11 +55,13 @@ async def seed_session(
 
 
 async def seed(svc: Service) -> str:
-    """A secret, a profile with site data and a session with a snapshot and a mask; the
-    profile's id."""
+    """A secret, a profile with site data and one version of it, and a session with a
+    snapshot, one version of it and a mask; the profile's id."""
     await svc.parts.vault.put("t1", "login", "", ["app.example.test"], {"password": PASS})
     row = await svc.parts.profiles.create(WHO, "staging")
-    await svc.parts.profiles.write(WHO, row.id, captured(site_data("dummy-profile"), None, 2.0))
+    for value in ("dummy-profile-before", "dummy-profile"):
+        await svc.parts.profiles.write(WHO, row.id, captured(site_data(value), None, 2.0))
+    await seed_session(svc, "s1", site_data("dummy-snapshot-before"))
     await seed_session(svc, "s1", site_data("dummy-snapshot"), mask=(TYPED,))
     return row.id
 
@@ -71,6 +74,10 @@ async def everything_opens(svc: Service, profile: str) -> None:
     assert snapshot is not None and snapshot.cookies[0].value == "dummy-snapshot"
     record = await svc.parts.seam.records.load("t1", "s1")
     assert record is not None and svc.parts.seam.records.sealed_mask(record) == [TYPED]
+    [(_, kept)] = await svc.parts.seam.records.versions.load_all("t1", "s1")
+    assert kept.cookies[0].value == "dummy-snapshot-before"
+    [(_, was)] = await svc.parts.profiles.versions(WHO, profile)
+    assert was.cookies[0].value == "dummy-profile-before"
 
 
 @pytest.fixture
@@ -89,10 +96,12 @@ def test_rotate_reseals_every_blob_and_retire_drops_only_keys_nothing_uses(
     assert result.exit_code == 0, result.stderr
     assert "resealing" in result.stderr and PASS not in result.stdout + result.stderr
     assert re.search(r"mask\W+1\W+0", result.stdout), result.stdout
+    assert re.search(r"site-data-version\W+1\W+0", result.stdout), result.stdout
+    assert re.search(r"profile-version\W+1\W+0", result.stdout), result.stdout
     ring = KeyFile(settings.key_file).ring()
     new = ring.current.id
     assert new != old and ring.ids == (old, new)  # the old key is kept
-    assert on_service(settings, lambda svc: svc.keys.key_use()) == {new: 4}
+    assert on_service(settings, lambda svc: svc.keys.key_use()) == {new: 6}
     on_service(settings, lambda svc: everything_opens(svc, profile))
 
     again = CliRunner().invoke(app, ["keys", "rotate", "--no-new-key", "--retire"])
@@ -119,11 +128,19 @@ async def test_a_blob_moved_to_another_record_tenant_or_kind_never_opens(
         snap = await svc.parts.stores.sessions.get("site-data/t1/s1")
         assert snap is not None
         await svc.parts.stores.sessions.set("site-data/t2/s3", snap)  # another tenant
+        [version] = await svc.parts.stores.sessions.keys("site-data-version/t1/s1/")
+        kept = await svc.parts.stores.sessions.get(version)
+        assert kept is not None
+        vid = version.rsplit("/", 1)[1]
+        for place in ("t1/s2/" + vid, "t2/s1/" + vid, "t1/s1/" + ODD):
+            await svc.parts.stores.sessions.set("site-data-version/" + place, kept)
 
         KeyFile(settings.key_file).add()
         report = await svc.keys.reseal_all()
         assert report.counts["profile"] == {"resealed": 1, "unreadable": 2}
         assert report.counts["site-data"] == {"resealed": 1, "unreadable": 2}
+        assert report.counts["site-data-version"] == {"resealed": 1, "unreadable": 3}
+        assert report.counts["profile-version"] == {"resealed": 1}
         assert not report.complete
         with pytest.raises(StoreUnavailable):
             await svc.parts.profiles.load(WHO, other.id, "use")
@@ -132,9 +149,17 @@ async def test_a_blob_moved_to_another_record_tenant_or_kind_never_opens(
         for tenant, key in (("t1", "s2"), ("t2", "s3")):
             with pytest.raises(StoreUnavailable):
                 await svc.parts.seam.records.load_snapshot(tenant, key)
+        versions = svc.parts.seam.records.versions
+        for tenant, key, ident in (("t1", "s2", vid), ("t2", "s1", vid), ("t1", "s1", ODD)):
+            with pytest.raises(StoreUnavailable):  # another session, tenant or id
+                await versions.load(tenant, key, ident)
+        await svc.parts.stores.sessions.delete(f"site-data-version/t1/s1/{ODD}")
         await everything_opens(svc, profile)
     finally:
         await svc.aclose()
+
+
+ODD = "v0000000000001-0000"
 
 
 def _fields(row: Any) -> dict[str, Any]:

@@ -18,7 +18,17 @@ import anyio
 from fastapi import FastAPI
 from mcp.server.mcpserver import MCPServer
 
-from sitekeep.api import admin, live, ops, profiles, proxies, secrets, sessions, webdriver
+from sitekeep.api import (
+    admin,
+    live,
+    ops,
+    profiles,
+    proxies,
+    secrets,
+    sessions,
+    versions,
+    webdriver,
+)
 from sitekeep.api.body import BodyGuard
 from sitekeep.api.deps import get_admin, get_principal
 from sitekeep.api.errors import install_error_handlers
@@ -77,6 +87,7 @@ def create_app(settings: Settings | None = None, *, settle_heap: bool = False) -
         secrets.router,
         admin.router,
         ops.router,
+        versions.sessions_router,  # before …/site-data/{site} takes "versions" for a host
         sessions.router,
     ):
         app.include_router(router)
@@ -84,6 +95,7 @@ def create_app(settings: Settings | None = None, *, settle_heap: bool = False) -
     for router in (
         profiles.router,
         profiles.sessions_router,
+        versions.profiles_router,
         proxies.router,
         live.router,
         webdriver.router,

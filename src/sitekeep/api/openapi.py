@@ -65,9 +65,21 @@ _DRIVING = ("/v1/sessions", "/v1/live-sessions")
 reads a session's browser too)."""
 
 
-_OWNERS_ONLY = ("/storage-state", "/webdriver", "/site-data/{site}")
+_OWNERS_ONLY = (
+    "/storage-state",
+    "/webdriver",
+    "/site-data/{site}",
+    "/versions/{version}/hosts/{site}",
+    "/versions/{version}/restore",
+)
 """A session's routes that hand its values out or replace them: its owner's or an
-admin's only (``service.gates.values_gate``)."""
+admin's only (``service.gates.values_gate``); a profile version's: its managers'."""
+
+_OWNED = ("/v1/sessions/{key}/", "/v1/profiles/{ident}/versions/")
+"""Where :data:`_OWNERS_ONLY` routes are."""
+
+_STORED_ONLY = ("/versions/{version}/restore",)
+"""POSTs under :data:`_DRIVING` that change only what is stored, never a browser."""
 
 
 def _calls(dependant: Dependant) -> Iterator[Callable[..., Any]]:
@@ -91,12 +103,13 @@ def statuses_of(
         statuses.add(400)
     if has_body:
         statuses.add(413)
-    drives = method == "POST" and (
-        route.path_format.startswith(_DRIVING) or route.path_format.endswith("/capture")
+    path = route.path_format
+    drives = (
+        method == "POST"
+        and (path.startswith(_DRIVING) or path.endswith("/capture"))
+        and not path.endswith(_STORED_ONLY)
     )
-    owners = route.path_format.startswith("/v1/sessions/{key}/") and route.path_format.endswith(
-        _OWNERS_ONLY
-    )
+    owners = path.startswith(_OWNED) and path.endswith(_OWNERS_ONLY)
     if admin in calls or drives or owners:
         statuses.add(403)
     if route.dependant.path_params or drives:

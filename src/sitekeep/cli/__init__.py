@@ -21,6 +21,7 @@ from sitekeep.cli.serve import mcp_stdio, serve, stop
 from sitekeep.cli.sessions import runs, sessions_app
 from sitekeep.cli.support import command_group
 from sitekeep.cli.tokens import token_app
+from sitekeep.cli.versions import profile_versions_app, session_versions_app
 
 __all__ = ["app", "main"]
 
@@ -37,6 +38,8 @@ for group, name in (
     (keys_app, "keys"),
 ):
     app.add_typer(group, name=name)
+sessions_app.add_typer(session_versions_app, name="versions")
+profile_app.add_typer(profile_versions_app, name="versions")
 app.command("import")(import_command)
 app.command("export")(export_command)
 app.command()(serve)

@@ -32,6 +32,7 @@ from sitekeep.args import (
     SelectArgs,
     TypeArgs,
     TypeSecretArgs,
+    VersionChoice,
     unchecked,
 )
 from sitekeep.mcp.calls import JSON, Ctx, backing, guarded
@@ -91,6 +92,9 @@ _KEEPS = ToolAnnotations(
 _OPENS = _ACTS  # restore_site_data=false deletes the saved site data
 _LISTS = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+_RESTORES = ToolAnnotations(  # replaces the saved data, keeping it as a version
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
 )
 
 
@@ -208,6 +212,40 @@ async def save_site_data(
 async def list_profiles(ctx: Ctx) -> JSON:
     found, who = backing(ctx)
     return await found.service.profiles.list(who)
+
+
+@_tool(
+    "list_site_data_versions",
+    _LISTS,
+    "The session's earlier saved site data, newest first: every save keeps the one it "
+    "replaced (the last few). Each {id, kept_at, saved_at, bytes, hosts: [{site, "
+    "cookies, local, session, …_bytes}], sign_in}. Never values. To undo a save that "
+    "signed a site out, restore_site_data_version the one before it. Returns {key, "
+    "versions}.",
+)
+async def list_site_data_versions(ctx: Ctx, key: Key = None) -> JSON:
+    found, who = backing(ctx)
+    return await found.service.versions.of_session(who, found.session_of(ctx, key))
+
+
+@_tool(
+    "restore_site_data_version",
+    _RESTORES,
+    "Make an earlier version (its id from list_site_data_versions) the session's saved "
+    "site data; the one it replaces is kept as a version, so this can be undone. The "
+    "open browser keeps what it has: open_session(fresh=true) afterwards to get a "
+    "browser with it. Returns {key, restored: {id, saved_at, hosts}, hint?}.",
+)
+async def restore_site_data_version(
+    ctx: Ctx,
+    version: Annotated[str, Field(description=_doc(VersionChoice, "version"), max_length=MAX_NAME)],
+    key: Key = None,
+) -> JSON:
+    found, who = backing(ctx)
+    choice = unchecked(VersionChoice, version=version)
+    return await found.service.versions.restore_session_version(
+        who, found.session_of(ctx, key), choice
+    )
 
 
 @_tool(

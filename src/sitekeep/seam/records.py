@@ -6,7 +6,9 @@ SPEC §13: a replica whose lock ran out never overwrites a newer record): inside
 session store (:mod:`sitekeep.stores.locks`) — each record read keeps its revision in a
 table of the call's own. A snapshot is sealed for its session (``site-data``), so is the
 record's mask (``mask``, :data:`MASK_KIND`): the values the session masks in every result
-and view (SPEC §7, §12; issue #24).
+and view (SPEC §7, §12; issue #24). Putting a snapshot keeps the one it replaces as a
+version (:mod:`sitekeep.seam.versions`, issue #26); the versions expire with the record
+and go with the snapshot.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from sitekeep.model import (
     load_site_data,
 )
 from sitekeep.policy import check_key
+from sitekeep.seam.versions import SnapshotVersions, versions_prefix
 from sitekeep.stores import SessionLocks, SessionStore
 from sitekeep.stores.base import Versioned
 from sitekeep.stores.cipher import Cipher
@@ -103,6 +106,11 @@ class Records:
     cipher: Cipher
     vault: Vault
     clock: Callable[[], float]
+
+    @property
+    def versions(self) -> SnapshotVersions:
+        """The sessions' snapshot versions (issue #26)."""
+        return SnapshotVersions(self.settings, self.store, self.cipher, self.clock)
 
     @contextlib.asynccontextmanager
     async def held(
@@ -185,8 +193,9 @@ class Records:
 
     async def put(self, record: SessionRecord) -> None:
         """Write the record — only over the revision this call read (SPEC §13: a replica
-        whose lock ran out never overwrites a newer record) — and move its snapshot's
-        expiry with it (first: a failed write then leaves only a longer-lived snapshot).
+        whose lock ran out never overwrites a newer record) — and move its snapshot's and
+        versions' expiry with it (first: a failed write then leaves only a longer-lived
+        snapshot).
 
         Raises:
             Conflict: another call wrote the record since this one read it; nothing was
@@ -196,7 +205,7 @@ class Records:
         ident = (record.tenant, record.key)
         revisions = _REVISIONS.get()
         assert revisions is not None, "a session record is written only inside a seam"
-        await self.store.expire(snapshot_key(*ident), ttl)
+        await self.store.expire(snapshot_key(*ident), ttl, under=versions_prefix(*ident))
         written = await self.store.write(
             record_key(*ident),
             RECORD_JSON.dump_json(record),
@@ -211,8 +220,9 @@ class Records:
         revisions[ident] = written
 
     async def delete(self, tenant: str, key: str) -> None:
-        """Delete the session's record and its snapshot."""
+        """Delete the session's record, its snapshot and its versions."""
         await self.store.delete(record_key(tenant, key), snapshot_key(tenant, key))
+        await self.versions.delete_all(tenant, key)
 
     def bumped(
         self, history: Sequence[HistoryEntry], pages: Sequence[str], now: float | None = None
@@ -248,16 +258,27 @@ class Records:
         plain = self.cipher.open(sealed, tenant=tenant, kind="site-data", ident=key)
         return load_site_data(plain)
 
-    async def put_snapshot(self, tenant: str, key: str, snapshot: SiteData) -> None:
-        """Seal ``snapshot`` for the session and store it (the session's TTL)."""
+    async def put_snapshot(
+        self, tenant: str, key: str, snapshot: SiteData, *, keep_version: bool = True
+    ) -> None:
+        """Seal ``snapshot`` for the session and store it (the session's TTL) — every
+        save's one way in. The snapshot it replaces is kept as a version first (issue
+        #26: ``SnapshotVersions.keep``), unless ``keep_version`` is false (a Forget, which
+        changes the snapshot and every version alike)."""
         sealed = self.cipher.seal(
             dump_site_data(snapshot), tenant=tenant, kind="site-data", ident=key
         )
+        if keep_version:
+            replaced = await self.store.get(snapshot_key(tenant, key))
+            if replaced is not None:
+                await self.versions.keep(tenant, key, replaced)
         await self.store.set(snapshot_key(tenant, key), sealed, ttl=self.settings.session_ttl)
 
-    async def delete_snapshot(self, tenant: str, key: str) -> None:
-        """Delete the session's snapshot (a no-op without one)."""
+    async def delete_snapshot(self, tenant: str, key: str) -> int:
+        """Delete the session's snapshot and its versions (a no-op without them): what
+        ``restore_site_data=false`` and Clear forget. Returns how many versions went."""
         await self.store.delete(snapshot_key(tenant, key))
+        return await self.versions.delete_all(tenant, key)
 
     # -- the session's mask (SPEC §7, §12; issue #24) --------------------------------------
 

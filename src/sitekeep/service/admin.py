@@ -211,16 +211,18 @@ class Admin:
         return masker.value({"key": key, **sitedata.host_view(snapshot, site)})  # type: ignore[no-any-return]
 
     async def forget(self, who: Principal, key: str, site: str) -> dict[str, Any]:
-        """Forget one host: its storage and its own cookies leave the stored snapshot;
-        cookies of a parent domain stay (they belong to no host). ``saved_at`` stays: a
-        Forget is not a save.
+        """Forget one host: its storage and its own cookies leave the stored snapshot and
+        every version of it (issue #26); cookies of a parent domain stay (they belong to
+        no host). ``saved_at`` stays: a Forget is not a save, and keeps no version.
 
         Returns:
-            ``{key, site, gone: {cookies, local, session}, hosts: [the hosts left]}``.
+            ``{key, site, gone: {cookies, local, session}, hosts: [the hosts left],
+            versions: n}`` — ``gone`` counts the snapshot's (zeros when only versions
+            held the host), ``versions`` how many versions held it.
 
         Raises:
             Forbidden: a member's token. NotFound: no such session, or nothing saved for
-            ``site``.
+            ``site`` in the snapshot nor in any version; nothing changed.
         """
         self._gate(who, "forgetting a host's site data")
         records = self._records
@@ -228,29 +230,33 @@ class Admin:
 
         async def body(s: Session) -> dict[str, Any]:
             record = s.require()
-            snapshot = await records.load_snapshot(who.tenant, key)
-            rows = {r.site: r for r in sitedata.host_rows(snapshot, ())} if snapshot else {}
-            if snapshot is None or host not in rows:
+            snapshot = await records.load_snapshot(who.tenant, key) or SiteData()
+            rows = {r.site: r for r in sitedata.host_rows(snapshot, ())}
+            if host not in rows and not await records.versions.holding(who.tenant, key, host):
                 raise NotFound("site", site, field="site")
             await s.mark("forgotten", "forget_site_data", detail={"site": host})
             left = sitedata.forget_host(snapshot, host)
-            await records.put_snapshot(who.tenant, key, left)
+            if host in rows:
+                await records.put_snapshot(who.tenant, key, left, keep_version=False)
+            versions = await records.versions.forget_host(who.tenant, key, host)
             await records.put(record)  # the record and its snapshot keep one expiry
-            gone = rows[host]
+            gone = rows.get(host) or sitedata.HostRow(host, 0, 0, 0, 0)
             return {
                 "key": key,
                 "site": host,
                 "gone": {"cookies": gone.cookies, "local": gone.local, "session": gone.session},
                 "hosts": [r.site for r in sitedata.host_rows(left, record.history)],
+                "versions": versions,
             }
 
         return await self._seam.call(who, key, body, inspect=False)
 
     async def clear_site_data(self, who: Principal, key: str) -> dict[str, Any]:
-        """Delete the session's snapshot: a browser opened next comes back signed out.
+        """Delete the session's snapshot and its versions: a browser opened next comes
+        back signed out, and no version can sign it back in.
 
         Returns:
-            ``{key, gone: [hosts]}``.
+            ``{key, gone: [hosts], versions: n}`` — how many versions went with it.
 
         Raises:
             Forbidden: a member's token. NotFound: no such session in the tenant.
@@ -265,8 +271,8 @@ class Admin:
                 [r.site for r in sitedata.host_rows(snapshot, record.history)] if snapshot else []
             )
             await s.mark("forgotten", "clear_site_data", detail={"hosts": len(hosts)})
-            await records.delete_snapshot(who.tenant, key)
-            return {"key": key, "gone": hosts}
+            versions = await records.delete_snapshot(who.tenant, key)
+            return {"key": key, "gone": hosts, "versions": versions}
 
         return await self._seam.call(who, key, body, inspect=False)
 

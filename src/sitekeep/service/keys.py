@@ -9,14 +9,18 @@ record, so rotation never moves or widens a blob. Four kinds live in the stores:
 * ``site-data`` — a session's snapshot, in the session store under
   ``site-data/{tenant}/{key}``;
 * ``mask`` — the values a session masks (``SessionRecord.mask``, issue #24), inside its
-  record under ``session/{tenant}/{key}``.
+  record under ``session/{tenant}/{key}``;
+* ``site-data-version`` — a version of a session's snapshot (issue #26), in the session
+  store under ``site-data-version/{tenant}/{key}/{id}``, bound to ``"{key}/{id}"``;
+* ``profile-version`` — a version of a profile's site data, one row per (tenant, profile,
+  id), bound to ``"{profile}/{id}"``.
 
 **Concurrent writers.** A row is replaced only while it still holds the envelope that was
 read (``swap_sealed``); a snapshot or a record only under the session's lock and over the
 revision that was read (``SessionStore.write``), so a save that lands meanwhile is never
 overwritten: the blob is read again and resealed (a save made after the new key was
-added is already under it). The snapshot's expiry and its record's move to
-``session_ttl`` from now together — rotation counts as a use of the session, so both
+added is already under it). The expiry of the record, its snapshot and its versions move
+to ``session_ttl`` from now together — rotation counts as a use of the session, so they
 still expire together.
 
 A key is retired only after a pass finds nothing sealed under it (:func:`key_use`).
@@ -24,8 +28,9 @@ A key is retired only after a pass finds nothing sealed under it (:func:`key_use
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -36,6 +41,7 @@ from sitekeep.config import Settings
 from sitekeep.errors import SessionBusy, StoreUnavailable
 from sitekeep.model import RECORD_JSON
 from sitekeep.seam import mask_envelope, with_envelope
+from sitekeep.seam.versions import VERSIONS, versions_prefix
 from sitekeep.service.parts import Parts
 from sitekeep.stores.base import Versioned
 from sitekeep.stores.cipher import Cipher, KeyFile, KeyRing
@@ -44,8 +50,16 @@ __all__ = ["KINDS", "Blob", "Keys", "NewKey", "Outcome", "RotationReport", "add_
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["secret", "profile", "site-data", "mask"]
-KINDS: tuple[Kind, ...] = ("secret", "profile", "site-data", "mask")
+Kind = Literal["secret", "profile", "site-data", "mask", "site-data-version", "profile-version"]
+KINDS: tuple[Kind, ...] = (
+    "secret",
+    "profile",
+    "site-data",
+    "mask",
+    "site-data-version",
+    "profile-version",
+)
+_IN_SESSIONS: frozenset[Kind] = frozenset({"site-data", "mask", "site-data-version"})
 Outcome = Literal["resealed", "current", "gone", "busy", "unreadable"]
 _ATTEMPTS = 5
 _SNAPSHOTS = "site-data/"
@@ -84,12 +98,19 @@ class RotationReport:
 
 
 async def blobs(parts: Parts) -> list[Blob]:
-    """Every sealed blob of every tenant: secrets, profiles, snapshots, then masks."""
+    """Every sealed blob of every tenant: secrets, profiles and their versions,
+    snapshots and their versions, then masks."""
     stores = parts.stores
     found = [Blob("secret", r.tenant, r.name) for r in await stores.secrets.every()]
     found += [Blob("profile", r.tenant, r.id) for r in await parts.profiles.sealed_rows()]
+    found += [
+        Blob("profile-version", v.tenant, f"{v.profile}/{v.id}")
+        for v in await parts.profiles.sealed_versions()
+    ]
     for key in await stores.sessions.keys(_SNAPSHOTS):
         found.append(Blob("site-data", *_tenant_key(key, _SNAPSHOTS)))
+    for key in await stores.sessions.keys(VERSIONS):
+        found.append(Blob("site-data-version", *_tenant_key(key, VERSIONS)))
     records = await stores.sessions.keys(_RECORDS)
     for at in range(0, len(records), _READ_AT_ONCE):
         keys = records[at : at + _READ_AT_ONCE]
@@ -125,9 +146,15 @@ async def _sealed(parts: Parts, blob: Blob) -> bytes | None:
     if blob.kind == "profile":
         found = await stores.profiles.get(blob.tenant, blob.ident)
         return found.sealed if found else None
+    if blob.kind == "profile-version":
+        profile, _, version = blob.ident.partition("/")
+        kept = await stores.profiles.version(blob.tenant, profile, version)
+        return kept.sealed if kept else None
     if blob.kind == "mask":
         record = await stores.sessions.get(f"{_RECORDS}{blob.tenant}/{blob.ident}")
         return None if record is None else _mask_of(record)
+    if blob.kind == "site-data-version":
+        return await stores.sessions.get(f"{VERSIONS}{blob.tenant}/{blob.ident}")
     return await stores.sessions.get(f"{_SNAPSHOTS}{blob.tenant}/{blob.ident}")
 
 
@@ -153,9 +180,18 @@ def _resealed(cipher: Cipher, old: bytes, blob: Blob) -> bytes | None:
         raise _Unreadable(exc.message) from exc
 
 
-async def _reseal_row(parts: Parts, cipher: Cipher, blob: Blob) -> Outcome:
+def _swap(parts: Parts, blob: Blob) -> Callable[[bytes, bytes], Awaitable[bool]]:
+    """Replace the row's envelope only while it is still the old one."""
     stores = parts.stores
+    if blob.kind == "profile-version":
+        profile, _, version = blob.ident.partition("/")
+        return functools.partial(stores.profiles.swap_version_sealed, blob.tenant, profile, version)
     swap = stores.secrets.swap_sealed if blob.kind == "secret" else stores.profiles.swap_sealed
+    return functools.partial(swap, blob.tenant, blob.ident)
+
+
+async def _reseal_row(parts: Parts, cipher: Cipher, blob: Blob) -> Outcome:
+    swap = _swap(parts, blob)
     for _ in range(_ATTEMPTS):
         old = await _sealed(parts, blob)
         if old is None:
@@ -163,20 +199,28 @@ async def _reseal_row(parts: Parts, cipher: Cipher, blob: Blob) -> Outcome:
         new = _resealed(cipher, old, blob)
         if new is None:
             return "current"
-        if await swap(blob.tenant, blob.ident, old, new):
+        if await swap(old, new):
             return "resealed"
     return "busy"  # rewritten under our feet every time: the next pass takes it
 
 
+def _in_session(blob: Blob) -> tuple[str, str]:
+    """The session a blob of the session store belongs to, and where the blob is."""
+    if blob.kind == "site-data-version":
+        key = blob.ident.rsplit("/", 1)[0]
+        return key, f"{VERSIONS}{blob.tenant}/{blob.ident}"
+    prefix = _RECORDS if blob.kind == "mask" else _SNAPSHOTS
+    return blob.ident, f"{prefix}{blob.tenant}/{blob.ident}"
+
+
 async def _reseal_in_session(parts: Parts, cipher: Cipher, blob: Blob) -> Outcome:
-    """A snapshot, or the mask in a record: resealed under the session's lock, written
-    over the revision read; the record's and the snapshot's expiry move together."""
+    """A snapshot, a version of it, or the mask in a record: resealed under the
+    session's lock, written over the revision read; the expiry of the record, the
+    snapshot and its versions move together."""
     store = parts.stores.sessions
-    where = f"{blob.tenant}/{blob.ident}"
-    record, snapshot = f"{_RECORDS}{where}", f"{_SNAPSHOTS}{where}"
-    key, other = (record, snapshot) if blob.kind == "mask" else (snapshot, record)
+    session, key = _in_session(blob)
     ttl = parts.settings.session_ttl
-    async with parts.seam.records.held(blob.tenant, blob.ident):
+    async with parts.seam.records.held(blob.tenant, session):
         for _ in range(_ATTEMPTS):
             found = await store.read(key)
             old = _envelope(blob, found)
@@ -187,7 +231,10 @@ async def _reseal_in_session(parts: Parts, cipher: Cipher, blob: Blob) -> Outcom
                 return "current"
             value = _with_mask(found.value, new) if blob.kind == "mask" else new
             if await store.write(key, value, ttl=ttl, revision=found.revision) is not None:
-                await store.expire(other, ttl)
+                where = f"{blob.tenant}/{session}"
+                await store.expire(f"{_RECORDS}{where}", ttl)
+                versions = versions_prefix(blob.tenant, session)
+                await store.expire(f"{_SNAPSHOTS}{where}", ttl, under=versions)
                 return "resealed"
     return "busy"
 
@@ -203,7 +250,7 @@ async def reseal_one(parts: Parts, cipher: Cipher, blob: Blob) -> Outcome:
     a blob that does not open for its record is ``unreadable``, a session held by a long
     call ``busy`` — both left as they are for a later pass)."""
     try:
-        if blob.kind in ("site-data", "mask"):
+        if blob.kind in _IN_SESSIONS:
             return await _reseal_in_session(parts, cipher, blob)
         return await _reseal_row(parts, cipher, blob)
     except SessionBusy:

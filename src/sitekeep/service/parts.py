@@ -133,7 +133,7 @@ class Parts:
         journal = journal or open_journal(settings)
         vault = Vault(stores.secrets, cipher, clock)
         auth = Authenticator(stores.tokens, clock)
-        profiles = GatedProfiles(stores.profiles, cipher, clock)
+        profiles = GatedProfiles(stores.profiles, cipher, clock, versions=settings.versions)
         proxies = Proxies(stores.proxies, vault, clock)
         replica = f"{socket.gethostname()}:{os.getpid()}"
         seam = Seam(

@@ -235,13 +235,11 @@ class Sessions:
         return live
 
     async def _forget_snapshot(self, tenant: str, key: str) -> int:
-        """Delete the session's snapshot; how many hosts it held."""
+        """Delete the session's snapshot and its versions; how many hosts it held."""
         records = self._seam.records
         snapshot = await records.load_snapshot(tenant, key)
-        if snapshot is None:
-            return 0
         await records.delete_snapshot(tenant, key)
-        return len(sitedata.host_rows(snapshot, ()))
+        return 0 if snapshot is None else len(sitedata.host_rows(snapshot, ()))
 
     # -- agent operations -------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from sitekeep.service.profiles import Profiles
 from sitekeep.service.reaper import Reaper
 from sitekeep.service.sessions import Sessions
 from sitekeep.service.signins import SignIns
+from sitekeep.service.versions import Versions
 from sitekeep.service.views import Views
 from sitekeep.stores.cipher import Cipher, KeyFile
 
@@ -33,7 +34,7 @@ class Service:
 
     Attributes:
         sessions, flows, views, profiles, interop, catalogue, admin, sign_ins, live,
-        handovers, reaper, keys: the rooms (see the module's docstring).
+        handovers, reaper, keys, versions: the rooms (see the module's docstring).
         parts: what they work with (the stores, the seam, the settings, the clock…).
     """
 
@@ -51,6 +52,7 @@ class Service:
         self.handovers = Handovers(parts)
         self.reaper = Reaper(parts)
         self.keys = Keys(parts)
+        self.versions = Versions(parts)
 
     @classmethod
     def from_settings(

@@ -26,6 +26,7 @@ __all__ = [
     "ClosedReason",
     "ProfileRow",
     "ProfileStore",
+    "ProfileVersionRow",
     "ProxyRow",
     "ProxyStore",
     "Run",
@@ -100,9 +101,14 @@ class SessionStore(Protocol):
         """Delete the keys; returns how many existed."""
         ...
 
-    async def expire(self, key: str, ttl: float) -> bool:
+    async def expire(self, key: str, ttl: float, *, under: str | None = None) -> bool:
         """Move the key's expiry to ``ttl`` seconds from now; False when it is absent.
-        The revision stays."""
+        The revision stays.
+
+        With ``under``, in the same round trip, move the expiry of every live key starting
+        with ``under`` (as :meth:`keys` lists them) alike, whether or not ``key`` is live:
+        what keeps a session's snapshot versions expiring with its record (issue #26) at
+        no more round trips than its snapshot alone."""
         ...
 
     async def keys(self, prefix: str) -> list[str]:
@@ -255,8 +261,25 @@ class ProfileRow:
     sealed: bytes | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ProfileVersionRow:
+    """The site data a profile held before one of its captures (issue #26): only in
+    ``sealed``, an envelope for (tenant, "profile-version", "{profile}/{id}").
+
+    Attributes:
+        id: the version's id (``sitekeep.versions``), ordered as the versions were kept.
+        kept_at: when it was replaced (seconds since the epoch).
+    """
+
+    tenant: str
+    profile: str
+    id: str
+    kept_at: float
+    sealed: bytes
+
+
 class ProfileStore(Protocol):
-    """Per-tenant profiles, rows as given."""
+    """Per-tenant profiles, rows as given, each with the versions of its site data."""
 
     async def put(self, row: ProfileRow) -> None:
         """Create or replace the row of (tenant, id), at once."""
@@ -271,13 +294,49 @@ class ProfileStore(Protocol):
         ...
 
     async def delete(self, tenant: str, ident: str) -> bool:
-        """Delete one row; whether it existed."""
+        """Delete one row and its versions; whether it existed."""
         ...
 
     async def swap_sealed(self, tenant: str, ident: str, old: bytes, new: bytes) -> bool:
         """Replace the row's ``sealed`` with ``new`` only while it is still ``old``,
         atomically (key rotation never overwrites a capture made meanwhile); whether it
         was replaced."""
+        ...
+
+    async def put_over(
+        self,
+        row: ProfileRow,
+        *,
+        over: bytes | None,
+        version: ProfileVersionRow | None = None,
+        keep: int = 0,
+    ) -> bool:
+        """Replace the row of (tenant, id) with ``row`` only while it exists and its
+        ``sealed`` is still ``over`` (None: nothing captured yet), and keep ``version``
+        among its versions, dropping all but the newest ``keep`` — all at once.
+
+        Returns:
+            Whether it was written; False (nothing written) when another write came
+            first or the row is gone.
+        """
+        ...
+
+    async def versions(self, tenant: str, ident: str) -> builtins.list[ProfileVersionRow]:
+        """The profile's versions, newest first."""
+        ...
+
+    async def version(self, tenant: str, ident: str, version: str) -> ProfileVersionRow | None:
+        """One version of the profile, or None."""
+        ...
+
+    async def every_version(self) -> builtins.list[ProfileVersionRow]:
+        """Every tenant's versions, sorted by (tenant, profile, id) (for key rotation)."""
+        ...
+
+    async def swap_version_sealed(
+        self, tenant: str, ident: str, version: str, old: bytes, new: bytes
+    ) -> bool:
+        """:meth:`swap_sealed` of one version; whether it was replaced."""
         ...
 
 

@@ -56,7 +56,9 @@ class MemoryStore:
             del self._data[key]
         return len(live)
 
-    async def expire(self, key: str, ttl: float) -> bool:
+    async def expire(self, key: str, ttl: float, *, under: str | None = None) -> bool:
+        for other in await self.keys(under) if under is not None else []:
+            await self.expire(other, ttl)
         item = self._live(key)
         if item is None:
             return False

@@ -100,14 +100,20 @@ return live
 """
 
 # KEYS[1]: the set of groups. ARGV: now, the name of a group's sorted set less the group,
-# the hashes' prefix, the listing's prefix, that prefix's own group, "list" or "count".
+# the hashes' prefix, the listing's prefix, that prefix's own group, "list", "count" or
+# "expire", and for "expire" the new expires_at and the ttl in ms.
 # Prunes the members whose expiry has passed on the caller's clock and whose hash Redis no
-# longer holds (and the groups left empty), then lists (or counts) the keys still live on
-# the caller's clock: those of the prefix's own group that start with the prefix, and every
-# key of the groups whose names start with it.
+# longer holds (and the groups left empty), then lists (or counts, or re-times) the keys
+# still live on the caller's clock: those of the prefix's own group that start with the
+# prefix, and every key of the groups whose names start with it.
 _LIST = """
 local now, zname, hprefix, want, own, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local out, count = {}, 0
+local function retime(zset, key)
+  redis.call('HSET', hprefix .. key, 'x', ARGV[7])
+  redis.call('PEXPIRE', hprefix .. key, ARGV[8])
+  redis.call('ZADD', zset, ARGV[7], key)
+end
 local function visit(group, filter)
   local zset = zname .. group
   for _, key in ipairs(redis.call('ZRANGEBYSCORE', zset, '-inf', now)) do
@@ -120,7 +126,7 @@ local function visit(group, filter)
       if not filter or string.sub(key, 1, #want) == want then
         if redis.call('EXISTS', hprefix .. key) == 1 then
           count = count + 1
-          out[#out + 1] = key
+          if mode == 'expire' then retime(zset, key) else out[#out + 1] = key end
         else
           redis.call('ZREM', zset, key)
         end
@@ -135,7 +141,7 @@ if want ~= '' then low = '[' .. want end
 for _, group in ipairs(redis.call('ZRANGEBYLEX', KEYS[1], low, '(' .. want .. '\\255')) do
   if group ~= own then visit(group, false) end
 end
-if mode == 'count' then return count end
+if mode ~= 'list' then return count end
 return out
 """
 
@@ -282,16 +288,26 @@ class RedisStore:
             args += [key, _group_of(key)]
         return int(await self._call(lambda: self._delete(keys=names, args=args)))
 
-    async def expire(self, key: str, ttl: float) -> bool:
+    async def expire(self, key: str, ttl: float, *, under: str | None = None) -> bool:
+        """The key's script, and with ``under`` the listing's script re-timing every key
+        under it, sent together: one round trip."""
         now = self._clock()
-        args: list[bytes | str | int] = [
-            repr(now + ttl),
-            max(1, math.ceil(ttl * 1000)),
-            repr(now),
-            key,
-            _group_of(key),
-        ]
-        return bool(await self._call(lambda: self._expire(keys=self._index_keys(key), args=args)))
+        at, ms = repr(now + ttl), max(1, math.ceil(ttl * 1000))
+        args: list[bytes | str | int] = [at, ms, repr(now), key, _group_of(key)]
+        if under is None:
+            return bool(
+                await self._call(lambda: self._expire(keys=self._index_keys(key), args=args))
+            )
+        await self._index_once()
+
+        async def both() -> list[Any]:
+            async with self._client.pipeline(transaction=False) as pipe:
+                await self._expire(keys=self._index_keys(key), args=args, client=pipe)
+                listing = self._listing_args(under, "expire", at, ms)
+                await self._list(keys=[self._groups], args=listing, client=pipe)
+                return list(await pipe.execute())
+
+        return bool((await self._call(both))[0])
 
     async def keys(self, prefix: str) -> list[str]:
         found = await self._listing(prefix, "list")
@@ -302,16 +318,20 @@ class RedisStore:
         prefix are many (each counted by its size once its expired members are pruned)."""
         return int(await self._listing(prefix, "count"))
 
-    async def _listing(self, prefix: str, mode: str) -> Any:
-        await self._index_once()
-        args: list[bytes | str | int] = [
+    def _listing_args(self, prefix: str, mode: str, *retimed: str | int) -> list[bytes | str | int]:
+        return [
             repr(self._clock()),
             self._group,
             self._prefix,
             prefix,
             _group_of(prefix),
             mode,
+            *retimed,
         ]
+
+    async def _listing(self, prefix: str, mode: str) -> Any:
+        await self._index_once()
+        args = self._listing_args(prefix, mode)
         return await self._call(lambda: self._list(keys=[self._groups], args=args))
 
     async def _index_once(self) -> None:

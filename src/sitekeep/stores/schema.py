@@ -12,6 +12,8 @@ the migrations at head build exactly this schema, on SQLite and on PostgreSQL.
   replicas run one after the other (a row lock on PostgreSQL, the write lock on SQLite).
 * ``profiles`` — named site data a session opens from (SPEC §9): metadata in the clear,
   the site data only in ``sealed`` (for (tenant, "profile", id), SPEC §12).
+* ``profile_versions`` — the site data a profile held before each of its last captures
+  (issue #26), each sealed for (tenant, "profile-version", "{profile}/{id}").
 * ``proxies`` — the tenant's proxy pool (SPEC §14); credentials are a secret's name.
 
 Times are float seconds since the epoch.
@@ -24,6 +26,7 @@ import sqlalchemy as sa
 __all__ = [
     "kv",
     "metadata",
+    "profile_versions",
     "profiles",
     "proxies",
     "run_guard",
@@ -102,6 +105,16 @@ profiles = sa.Table(
     sa.Column("captured_at", sa.Float, nullable=True),
     sa.Column("expires_at", sa.Float, nullable=True),
     sa.Column("sealed", sa.LargeBinary, nullable=True),  # envelope of the SiteData JSON
+)
+
+profile_versions = sa.Table(
+    "profile_versions",
+    metadata,
+    sa.Column("tenant", sa.String, primary_key=True),
+    sa.Column("profile", sa.String(64), primary_key=True),
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("kept_at", sa.Float, nullable=False),
+    sa.Column("sealed", sa.LargeBinary, nullable=False),  # envelope of the SiteData JSON
 )
 
 proxies = sa.Table(

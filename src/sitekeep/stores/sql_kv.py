@@ -148,14 +148,24 @@ class SqlStore:
 
         return await self._db.run(_WHAT, remove, write=True) if keys else 0
 
-    async def expire(self, key: str, ttl: float) -> bool:
+    async def expire(self, key: str, ttl: float, *, under: str | None = None) -> bool:
+        alive = self._alive()
+        moves = [kv.c.key == key]
+        if under is not None:
+            in_range, params = self._prefixed(under)
+            prefixed = [sa.func.substr(kv.c.key, 1, len(under)) == under]
+            if in_range:  # over the primary key's index, as keys() reads them
+                prefixed += [kv.c.key >= under, kv.c.key < params["after"]]
+            moves.append(sa.and_(*prefixed))
+
         def move(conn: sa.Connection) -> bool:
-            result = conn.execute(
-                sa.update(kv)
-                .where(kv.c.key == key, self._alive())
-                .values(expires_at=self._clock() + ttl)
-            )
-            return result.rowcount > 0
+            expires_at = self._clock() + ttl
+            found = conn.execute(
+                sa.update(kv).where(moves[0], alive).values(expires_at=expires_at)
+            ).rowcount
+            for where in moves[1:]:  # one transaction, one commit: one write's cost
+                conn.execute(sa.update(kv).where(where, alive).values(expires_at=expires_at))
+            return found > 0
 
         return await self._db.run(_WHAT, move, write=True)
 

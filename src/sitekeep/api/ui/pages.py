@@ -16,6 +16,8 @@ Routes::
     GET|DELETE /admin/ui/sessions/{key}/panes/history            the pane; Clear
     GET|DELETE /admin/ui/sessions/{key}/panes/site-data          the pane; Clear
     GET|DELETE /admin/ui/sessions/{key}/panes/site-data/{site}   one host open; Forget
+    GET  /admin/ui/sessions/{key}/panes/versions                 earlier saves (issue #26)
+    POST /admin/ui/sessions/{key}/panes/versions/{id}/restore    restore one
     GET  /admin/ui/sessions/{key}/panes/journal?after=           the timeline, a page
     GET  /admin/ui/secrets ; POST /admin/ui/secrets ; POST /admin/ui/secrets/{name}/delete
     GET  /admin/ui/tokens ; POST /admin/ui/tokens/{id}/revoke
@@ -55,7 +57,7 @@ from sitekeep.api.ui.render import (
     sign_in_of,
     static_file,
 )
-from sitekeep.args import SecretBody, unchecked
+from sitekeep.args import SecretBody, VersionChoice, unchecked
 from sitekeep.errors import InvalidInput, NotFound
 from sitekeep.model import Principal
 from sitekeep.service import Service, panes
@@ -65,6 +67,7 @@ __all__ = ["SESSION_TABS", "router"]
 
 SESSION_TABS = (
     ("site-data", "Site data"),
+    ("versions", "Versions"),
     ("history", "History"),
     ("journal", "Journal"),
 )
@@ -149,7 +152,13 @@ async def session_page(key: str, signed: Signed, svc: Svc, tab: str = "site-data
     history = await svc.admin.history(who, key)
     top = [history.rows[0].host] if history.rows else []
     site_data = await svc.admin.site_data(who, key, first=True)
-    counts = {"site-data": len(site_data.rows), "history": len(history.rows), "journal": ""}
+    versions = (await svc.versions.of_session(who, key))["versions"]
+    counts = {
+        "site-data": len(site_data.rows),
+        "versions": len(versions),
+        "history": len(history.rows),
+        "journal": "",
+    }
     tabs = [{"id": t, "label": label, "count": counts[t]} for t, label in SESSION_TABS]
     return render(
         "session.html",
@@ -166,6 +175,8 @@ async def session_page(key: str, signed: Signed, svc: Svc, tab: str = "site-data
         history_open=top,
         site_data=site_data,
         site_data_rev=panes.rev_token(site_data.rev),
+        versions=versions,
+        versions_rev=panes.rev_token([v["id"] for v in versions]),
     )
 
 
@@ -177,6 +188,7 @@ async def session_row(key: str, signed: Signed, svc: Svc) -> JSONResponse:
     revs = {
         "history": panes.rev_token(row["history_rev"]),
         "site-data": panes.rev_token(row["site_data_rev"]),
+        "versions": panes.rev_token(await svc.versions.session_version_ids(signed.principal, key)),
     }
     return JSONResponse({"row": row, "revs": revs})
 
@@ -251,6 +263,31 @@ async def site_data_host(key: str, site: str, signed: Signed, svc: Svc) -> Respo
 async def forget(request: Request, key: str, site: str, signed: Writer, svc: Svc) -> Response:
     await svc.admin.forget(signed.principal, key, site)
     return await _site_data_pane(request, key, signed, svc)
+
+
+async def _versions_pane(key: str, signed: SignIn, svc: Service) -> Response:
+    versions = (await svc.versions.of_session(signed.principal, key))["versions"]
+    return render(
+        "_versions.html",
+        versions=versions,
+        rev=panes.rev_token([v["id"] for v in versions]),
+        now=now(svc),
+        base=_base(key),
+    )
+
+
+@router.get("/admin/ui/sessions/{key}/panes/versions")
+async def versions_pane(key: str, signed: Signed, svc: Svc) -> Response:
+    """Earlier saves, newest first: per host, counts, sizes and sign-in (issue #26)."""
+    return await _versions_pane(key, signed, svc)
+
+
+@router.post("/admin/ui/sessions/{key}/panes/versions/{version}/restore")
+async def restore_version(key: str, version: str, signed: Writer, svc: Svc) -> Response:
+    """Make a version the saved site data; the one it replaces joins the versions."""
+    choice = unchecked(VersionChoice, version=version)
+    await svc.versions.restore_session_version(signed.principal, key, choice)
+    return await _versions_pane(key, signed, svc)
 
 
 JOURNAL_PAGE = 50
