@@ -439,3 +439,51 @@ async def test_a_secret_is_never_typed_into_a_handed_over_browser_nor_handed_ove
     reply = await api.http.get("/v1/sessions/h/webdriver")
     assert reply.status_code == 409, reply.text
     assert "secret" in reply.json()["error"]["message"]
+
+
+UNSUBSCRIBE_BY_ATTRIBUTES = (
+    {"events": ["network.beforeRequestSent"]},
+    {"events": ["network"]},
+    {"events": ["network.beforeRequestSent"], "contexts": ["{context}"]},
+    {"events": ["network.beforeRequestSent"], "userContexts": ["default"]},
+    {"subscriptions": [], "events": ["network.beforeRequestSent"]},
+)
+"""``session.unsubscribe`` by event names (BiDi's ``UnsubscribeByAttributesRequest``), which
+names no subscription: in Firefox every socket to a session shares its subscriptions."""
+
+
+@pytest.mark.parametrize(
+    ("browser", "via"), [("chromium", "local"), ("firefox", "local"), ("firefox", "grid")]
+)
+async def test_a_handed_out_socket_cannot_unsubscribe_sitekeeps_guard_by_event_name(
+    tenancy: Tenancy, sites: Sites
+) -> None:
+    """Found attacking issue #24 item 1 afresh: ``session.unsubscribe {"events":
+    ["network.beforeRequestSent"]}`` through the handover removed sitekeep's own
+    subscription in Firefox, and with it the guard's intercept: a 302 of an allowed host
+    then took the browser to its driver (200). A client unsubscribes by the ids it was
+    given only, and the guard stays."""
+    t = tenancy
+    await t.open_marked("alice", "a1", sites)
+    ref = await t.ref("alice", "a1")
+    mine = await t.call("alice", "GET", "/v1/sessions/a1/webdriver")
+    async with connect(mine["bidi_url"], max_size=None) as ws:
+        bidi = Bidi(ws, [])
+        for attributes in UNSUBSCRIBE_BY_ATTRIBUTES:
+            params = json.loads(json.dumps(attributes).replace("{context}", mine["context"]))
+            answer = await bidi.call("session.unsubscribe", params)
+            assert answer["type"] == "error" and "sitekeep" in answer["message"], answer
+        # Her own subscription she removes by its id.
+        made = await bidi.call("session.subscribe", {"events": ["log.entryAdded"]})
+        removed = await bidi.call(
+            "session.unsubscribe", {"subscriptions": [made["result"]["subscription"]]}
+        )
+        assert removed["type"] == "success", removed
+    hop = sites.url("app.example.test", "/__fixture/redirect?to=" + quote(f"{ref.endpoint}/x"))
+    reply = await t.http.post(
+        "/v1/sessions/a1/navigate",
+        json={"url": hop},
+        headers={"Authorization": f"Bearer {t.tokens['alice']}"},
+    )
+    assert reply.status_code == 403, reply.text
+    assert reply.json()["error"]["type"] == "own_address"
