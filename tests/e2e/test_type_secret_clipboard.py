@@ -106,8 +106,11 @@ class LiveSocket:
         self._api, self._key = api, key
         self._inbox: asyncio.Queue[str] = asyncio.Queue()
         self._out: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.texts: list[str] = []
+        """Every JSON message the relay said, as sent."""
 
     async def _said(self, text: str) -> None:
+        self.texts.append(text)
         await self._out.put(json.loads(text))
 
     async def _next(self) -> dict[str, Any]:

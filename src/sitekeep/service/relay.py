@@ -12,7 +12,9 @@ client. Captures that overlap (:data:`PIPELINE`) start a capture's time over the
 apart, so that they show the page at evenly spaced moments. Unchanged frames are skipped,
 and an idle page is captured less and less often until input or a change wakes it.
 Server messages other than frames (``ready``, ``page``, ``viewport``, ``error``,
-``closed``) are queued without a bound and never dropped; so is input, which
+``closed``) are queued without a bound and never dropped; the page's URL and title in them
+are shown as every result shows them (a typed secret's value ``•••``, a URL holding one
+withheld: ``url_withheld``); so is input, which
 runs in order under the session's lock — the one agent calls take — so a person's input
 and an agent's call never interleave in one tab. Input goes through the browser's input
 gate (``browser.inputs``) as an agent's does: in a session where a secret was typed, a
@@ -72,6 +74,8 @@ class RelayPort(Protocol):
     ) -> contextlib.AbstractAsyncContextManager[None]: ...
 
     async def secret_typed(self, tenant: str, key: str) -> bool: ...
+
+    async def shown(self, tenant: str, key: str, page: PageInfo) -> dict[str, Any]: ...
 
     def own_origins(self) -> list[str]: ...
 
@@ -170,8 +174,7 @@ class Relay:
                 "browser": self._browser.ref.kind,
                 "width": width,
                 "height": height,
-                "url": page.url,
-                "title": page.title,
+                **await self._page_view(page),
             }
         )
         self._page = page
@@ -191,6 +194,11 @@ class Relay:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _page_view(self, page: PageInfo) -> dict[str, Any]:
+        """``{url | url_withheld, title}`` of ``page`` as every result shows them: a typed
+        secret's value masked, a URL holding one withheld (SPEC §7)."""
+        return await self._port.shown(self._who.tenant, self._live.key, page)
 
     def _captures(self) -> int:
         """Capture loops to run: the setting, else :data:`PIPELINE` for this browser."""
@@ -356,7 +364,7 @@ class Relay:
             return
         if isinstance(done, PageInfo):
             self._page = done
-            self._say({"type": "page", "url": done.url, "title": done.title})
+            self._say({"type": "page", **await self._page_view(done)})
         elif isinstance(done, tuple):
             self._size = done
             self._pinned = self._started
@@ -374,4 +382,4 @@ class Relay:
                 page = await self._browser.page_info()
                 if page != self._page:
                     self._page = page
-                    self._say({"type": "page", "url": page.url, "title": page.title})
+                    self._say({"type": "page", **await self._page_view(page)})
