@@ -190,3 +190,61 @@ async def test_a_refused_navigation_of_any_kind_leaves_the_browser_answering(
             assert late < ANSWER_WITHIN, f"{call} after {way} to {what} took {late:.1f} s"
         assert took < ANSWER_WITHIN * 3, f"{way} to {what} answered after {took:.1f} s"
     assert recorder.paths == []
+
+
+def spellings(port: int) -> list[str]:
+    """URLs a browser reads as ``127.0.0.1:port`` (WHATWG URL: backslashes are slashes in
+    http(s), tabs and newlines anywhere are dropped, userinfo, IDNA and percent-decoding,
+    trailing dots, IPv4 in any radix, the loopback and unspecified addresses, MAP rules)."""
+    return [
+        f"http://127.0.0.1:{port}\\@app.example.test/",
+        f"http://127.0.0.1:{port}\\sessions",
+        f"http:127.0.0.1:{port}/",
+        f"http:\\\\127.1:{port}/",
+        f"http:/127.0.0.1:{port}/",
+        f"https:127.0.0.1:{port}/",
+        f"http://127.0.\t0.1:{port}/",
+        f"http://127.0.0.1:{str(port)[:1]}\n{str(port)[1:]}/",
+        f"http://app.example.test@127.0.0.1:0{port}/",
+        f"http://\u24db\u24de\u24d2\u24d0\u24db\u24d7\u24de\u24e2\u24e3:{port}/",
+        f"http://127.0.0.1.:{port}/",
+        f"http://127.0.0.1%2e:{port}/",
+        f"http://[::1]:{port}/",
+        f"http://[::ffff:127.0.0.1]:{port}/",
+        f"http://0:{port}/",
+        f"http://0.0.0.0:{port}/",
+        f"http://2130706433:{port}/",
+        f"http://0x7f.1:{port}/",
+        f"HTTP://LOCALHOST.:{port}/",
+        f"http://x.localhost:{port}/",
+        f"http://app.example.test:{port}/",
+        f" \x01http://127.1:{port}/ ",
+    ]
+
+
+@pytest.mark.parametrize(("browser", "via"), [("chromium", "local"), ("firefox", "local")])
+async def test_every_spelling_of_a_refused_address_is_refused_on_every_way_to_navigate(
+    served: tuple[Api, Recorder, int], sites: Sites, settings: Settings
+) -> None:
+    """Found attacking issue #24 afresh (lead 4): the URL check read URLs with Python's
+    ``urlsplit``, not as a browser does — ``http://127.0.0.1:<port>\\@app.example.test/``
+    (a browser: host 127.0.0.1, port <port>; urlsplit: host app.example.test, port 80),
+    ``http:127.0.0.1:<port>/`` — and the live view's ``navigate`` compared the server's
+    origins as written only, so any spelling and every driver's address went to the
+    browser. Each is refused up front as ``own_address`` by the agents' navigate and
+    the live socket alike, for the server and the browser's driver; nothing arrives."""
+    from .test_type_secret_clipboard import LiveSocket
+
+    api, recorder, port = served
+    await api.open(key="k", url=sites.url("app.example.test"))
+    driver = urlsplit((await api.browser("k")).ref.endpoint).port
+    assert driver is not None
+    urls = [*spellings(port), *spellings(driver)]
+    async with LiveSocket(api, "k").open() as live:
+        for url in urls:
+            reply = await api.http.post("/v1/sessions/k/navigate", json={"url": url})
+            assert reply.status_code == 403, (url, reply.text)
+            assert reply.json()["error"]["type"] == "own_address", (url, reply.text)
+            refused = await live.send({"type": "navigate", "url": url})
+            assert refused == [("own_address", "url")], (url, refused)
+    assert recorder.paths == []

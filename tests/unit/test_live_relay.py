@@ -106,6 +106,8 @@ class FakeService:
     async def shown(self, tenant: str, key: str, page: PageInfo) -> dict[str, Any]:
         return {"url": page.url, "title": page.title}
 
+    own_address = None
+
     @property
     def captures(self) -> int | None:
         captures: int | None = self.settings.live_captures

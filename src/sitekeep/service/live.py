@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from sitekeep.address import Refused
 from sitekeep.args import OpenBody, SessionChoice, unchecked
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.errors import NotFound, Unauthorized
@@ -285,6 +286,12 @@ class LiveSessions:
     def own_origins(self) -> list[str]:
         """The origins the server itself answers on (SPEC §12)."""
         return self._parts.own_origins()
+
+    @property
+    def own_address(self) -> Refused:
+        """The sitekeep server and every driver, in any spelling (SPEC §12): a live
+        ``navigate`` goes to none of them, as an agent's does not."""
+        return self._parts.browsers.own_address
 
     @property
     def captures(self) -> int | None:

@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from sitekeep import client_json
+from sitekeep.address import Refused
 from sitekeep.browser import screencast
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.errors import (
@@ -78,6 +79,9 @@ class RelayPort(Protocol):
     async def shown(self, tenant: str, key: str, page: PageInfo) -> dict[str, Any]: ...
 
     def own_origins(self) -> list[str]: ...
+
+    @property
+    def own_address(self) -> Refused | None: ...
 
     @property
     def captures(self) -> int | None: ...
@@ -351,6 +355,7 @@ class Relay:
             done = await screencast.apply(
                 self._browser,
                 message,
+                own=self._port.own_address,
                 own_origins=self._port.own_origins(),
                 secret_typed=secret_typed,
             )
