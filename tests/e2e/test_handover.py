@@ -39,10 +39,11 @@ from sitekeep.auth import hash_token, token_id
 from sitekeep.config import Settings
 from sitekeep.model import BrowserRef, Principal
 from sitekeep.service.handover import SOCKETS_PER_SESSION
-from support import WHO, Api, ApiFactory, serving
+from support import Api, ApiFactory, serving
 
 from .test_mask_follows_data import HOST as COPY_HOST
 from .test_mask_follows_data import PAGE as COPY_PAGE
+from .test_mask_follows_data import copied_into_profile
 from .test_type_secret import store_login
 
 pytestmark = [
@@ -451,14 +452,8 @@ async def test_a_session_holding_a_copied_secret_is_never_handed_over(
     holds a typed secret's value (a page copied it into a cookie and localStorage) was
     handed over (200), and the holder read the value raw — ``GET …/cookie`` through the
     handover. Its browser holds the value as surely as one it was typed in: 409."""
-    svc = api.service
-    await svc.parts.vault.put(WHO.tenant, "login", "", [COPY_HOST], {"password": TYPED_SECRET})
+    profile = await copied_into_profile(api, sites, "typed", TYPED_SECRET, COPY_PAGE)
     url = sites.url(COPY_HOST, "/__fixture/html?body=" + quote(COPY_PAGE))
-    await api.open(key="typed", url=url)
-    password = {"selector": "#p", "secret": "login", "field": "password"}
-    await api.call("POST", "/v1/sessions/typed/type-secret", password)
-    profile = (await api.call("POST", "/v1/profiles", {"name": "copied"}))["id"]
-    await api.save("typed", profile=profile)
     await api.open(key="from", profile=profile, url=url)
     reply = await api.http.get("/v1/sessions/from/webdriver")
     assert reply.status_code == 409, reply.text
