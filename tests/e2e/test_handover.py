@@ -218,18 +218,22 @@ async def assert_guard_holds(bidi: Bidi, context: str, driver: str) -> None:
     )
     blocked = await bidi.wait(  # its URL is hidden from her: [sitekeep]/sessions
         lambda m: (
-            m.get("method") == "network.beforeRequestSent"
-            and m["params"]["request"]["url"].endswith("/sessions")
+            m.get("id") == evaluated
+            or (
+                m.get("method") == "network.beforeRequestSent"
+                and m["params"]["request"]["url"].endswith("/sessions")
+            )
         )
     )
-    request = blocked["params"]["request"]["request"]
-    for intercept in blocked["params"].get("intercepts") or []:
-        removed = await bidi.call("network.removeIntercept", {"intercept": intercept})
-        assert removed["type"] == "error" and "sitekeep" in removed["message"], removed
-    for method in ("network.continueRequest", "network.provideResponse"):
-        released = await bidi.call(method, {"request": request})
-        assert released["type"] == "error" and "sitekeep" in released["message"], released
-    result = await bidi.reply(evaluated)
+    if blocked.get("id") != evaluated:  # Firefox refuses the port before BiDi sees it
+        request = blocked["params"]["request"]["request"]
+        for intercept in blocked["params"].get("intercepts") or []:
+            removed = await bidi.call("network.removeIntercept", {"intercept": intercept})
+            assert removed["type"] == "error" and "sitekeep" in removed["message"], removed
+        for method in ("network.continueRequest", "network.provideResponse"):
+            released = await bidi.call(method, {"request": request})
+            assert released["type"] == "error" and "sitekeep" in released["message"], released
+    result = blocked if blocked.get("id") == evaluated else await bidi.reply(evaluated)
     assert result["type"] == "success", result
     assert result["result"]["result"]["value"].startswith("refused"), result
 
