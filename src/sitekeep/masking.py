@@ -10,8 +10,14 @@ values of every secret typed in the session, and each stretch made of them becom
 What counts as a stretch of a value ``v``: any run of the string covered by pieces of
 ``v`` at least ``min(len(v), PIECE)`` characters long — so the whole value, a value cut
 short by a snapshot's 120 characters or a ``read``'s ``max_chars``, or a part the page
-shows, in the forms a page or URL gives it (as typed, percent-encoded with ``%20`` or
-``+``, JSON-escaped). A value shorter than :data:`PIECE` is masked only whole.
+shows, in the forms a page or URL gives it (:func:`forms`): as typed; percent-encoded in
+any spelling — any of its characters encoded or not, hex digits in either case (Python's
+``quote``, JavaScript's ``encodeURIComponent`` and ``encodeURI``; a string is also
+searched with its ``%XX`` runs decoded as UTF-8), ``+`` for a space, JavaScript's
+``escape()``; JSON-escaped; base64 and base64url of its UTF-8 bytes, alone or inside a
+longer base64 text (``Basic`` credentials: the characters that encode its bytes at each of
+the three byte alignments); hex of its UTF-8 bytes in either case. A value shorter than
+:data:`PIECE` is masked only whole.
 
 **The mask follows the data** (issue #24). Site data saved or captured from a session
 carries, sealed with it, the values a stretch of which it holds (:func:`carried`, into
@@ -20,13 +26,22 @@ them to its own mask, ``SessionRecord.mask``) and every later copy mask them too
 once the secret was changed or deleted, for the session keeps the values it typed as they
 were when typed. Exports never carry the mask (:func:`masked_site_data`).
 
-Known limit: a page that transforms a value (upper-cases it, reverses it, hashes it) shows
-something this cannot recognise. Screenshots are pixels and are not masked.
+Where a copy of site data keeps a value, every string of it is searched: a cookie's name,
+value and path, storage keys and values, IndexedDB records, a tab's URL. An export writes
+each stretch as ``•••`` — except in a host, which cannot hold one: a cookie whose domain,
+or an origin's storage whose origin, holds a stretch is left out of the export
+(:func:`masked_site_data`).
+
+Known limit: a page that transforms a value otherwise (upper-cases it, reverses it, hashes
+or encrypts it, encodes it some other way) shows something this cannot recognise.
+Screenshots are pixels and are not masked.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -49,10 +64,128 @@ def appears_in(value: str, url: str) -> bool:
     return any(form in url for form in forms(value)) or value in unquote_plus(url)
 
 
+_URI_COMPONENT_SAFE = "!*'()~"
+"""What JavaScript's ``encodeURIComponent`` leaves as it is besides ``quote``'s own."""
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+_ESCAPES = re.compile(r"((?:%[0-9A-Fa-f]{2})+)")
+
+
 def forms(value: str) -> set[str]:
-    """``value`` as typed and as a page or URL gives it: percent-encoded (``%20`` or
-    ``+``, RFC 3986 / HTML form submission) and JSON-escaped."""
-    return {value, quote(value, safe=""), quote(value), quote_plus(value), json.dumps(value)[1:-1]}
+    """``value`` as typed and as a page or URL gives it (the module's docstring): each
+    percent-encoded form in upper- and lower-case hex, ``escape()``, JSON-escaped, hex and
+    the base64 pieces of its UTF-8 bytes. (Other percent spellings are found by decoding
+    the text searched: :meth:`Masker.hits`.)"""
+    encoded = {
+        quote(value, safe=""),
+        quote(value),
+        quote(value, safe=_URI_COMPONENT_SAFE),
+        quote_plus(value),
+        _escaped(value),
+    }
+    lower = {_PERCENT.sub(lambda m: m.group().lower(), form) for form in encoded}
+    raw = value.encode("utf-8", "surrogatepass")
+    return {
+        value,
+        json.dumps(value)[1:-1],
+        *encoded,
+        *lower,
+        raw.hex(),
+        raw.hex().upper(),
+        *_base64_pieces(raw),
+    }
+
+
+def _escaped(value: str) -> str:
+    """JavaScript's ``escape()`` (ECMA-262 §B.2.1.1): ``%XX`` below 256, ``%uXXXX`` above."""
+    out = []
+    for char in value:
+        if char.isascii() and (char.isalnum() or char in "@*_+-./"):
+            out.append(char)
+        elif ord(char) < 256:
+            out.append(f"%{ord(char):02X}")
+        else:
+            out.append(f"%u{ord(char):04X}")
+    return "".join(out)
+
+
+def _base64_pieces(raw: bytes) -> set[str]:
+    """The base64 and base64url characters that encode ``raw``'s bytes wherever they
+    stand in a longer base64 text: at each of the three byte alignments, the run of
+    characters that depends on ``raw``'s bytes alone (an edge character shared with a
+    neighbouring byte, and the padding, left out)."""
+    found: set[str] = set()
+    for lead in range(3):
+        text = base64.b64encode(bytes(lead) + raw).decode()
+        start = (lead * 8 + 5) // 6  # characters holding bits of the lead bytes
+        end = ((lead + len(raw)) * 8) // 6  # characters wholly within raw's bits
+        core = text[start:end]
+        if core:
+            found |= {core, core.translate(_URLSAFE)}
+    return found
+
+
+_URLSAFE = str.maketrans("+/", "-_")
+
+
+@dataclass(frozen=True, slots=True)
+class _Decoded:
+    """A text with its ``%XX`` escapes of UTF-8 characters decoded (others kept as
+    written): ``starts[k]``, ``ends[k]``: where its character ``k`` stands in the text;
+    ``escaped``: the ``(start, end)`` of each run of decoded escapes in it."""
+
+    plain: str
+    starts: list[int]
+    ends: list[int]
+    escaped: list[tuple[int, int]]
+
+
+def _decoded(text: str) -> _Decoded | None:
+    """``text`` decoded (:class:`_Decoded`); None when it has no escape."""
+    runs = _ESCAPES.split(text)
+    if len(runs) == 1:
+        return None
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    escaped: list[tuple[int, int]] = []
+    at = 0
+    for index, run in enumerate(runs):
+        if index % 2 == 0:  # text between runs of escapes, as it is
+            out.append(run)
+            starts.extend(range(at, at + len(run)))
+            ends.extend(range(at + 1, at + len(run) + 1))
+        else:
+            first, i = len(starts), 0
+            while i < len(run):
+                char, end = _utf8_escape(run, i)
+                out.append(char)
+                starts.append(at + i)
+                ends.append(at + end)
+                i = end
+            escaped.append((first, len(starts)))
+        at += len(run)
+    return _Decoded("".join(out), starts, ends, escaped)
+
+
+def _utf8_escape(text: str, i: int) -> tuple[str, int]:
+    """The character the ``%XX`` escapes at ``i`` encode in UTF-8 and where they end;
+    else ``text[i]`` and ``i + 1``."""
+    first = _PERCENT.match(text, i)
+    if first is None:
+        return text[i], i + 1
+    lead = int(first.group()[1:], 16)
+    size = next((n for n, top in ((1, 0x80), (2, 0xE0), (3, 0xF0), (4, 0xF8)) if lead < top), 0)
+    raw, end = bytearray(), i
+    for _ in range(size):
+        escape = _PERCENT.match(text, end)
+        if escape is None:
+            return text[i], i + 1
+        raw.append(int(escape.group()[1:], 16))
+        end = escape.end()
+    try:
+        return raw.decode("utf-8"), end
+    except UnicodeDecodeError:
+        return text[i], i + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +210,26 @@ class Masker:
                 )
         return cls({size: frozenset(found) for size, found in grouped.items()})
 
-    def hits(self, text: str) -> Iterator[tuple[int, int]]:
-        """``(start, length)`` of every piece of a value that stands in ``text``."""
+    def hits(self, text: str) -> Iterator[tuple[int, int, str]]:
+        """``(start, length, piece)`` of every piece of a value that stands in ``text``,
+        also once its percent-escapes are decoded (then ``start`` and ``length`` are of
+        the escapes in ``text``)."""
         for size, pieces in self.pieces.items():
             for i in range(len(text) - size + 1):
                 if text[i : i + size] in pieces:
-                    yield i, size
+                    yield i, size, text[i : i + size]
+        decoded = _decoded(text) if "%" in text else None
+        if decoded is None:
+            return
+        plain, starts, ends = decoded.plain, decoded.starts, decoded.ends
+        for size, pieces in self.pieces.items():
+            # Only a window over a decoded escape can hold what the first pass did not see.
+            windows: set[int] = set()
+            for first, end in decoded.escaped:
+                windows.update(range(max(0, first - size + 1), min(end, len(plain) - size + 1)))
+            for i in sorted(windows):
+                if plain[i : i + size] in pieces:
+                    yield starts[i], ends[i + size - 1] - starts[i], plain[i : i + size]
 
     def __bool__(self) -> bool:
         return bool(self.pieces)
@@ -91,7 +238,7 @@ class Masker:
         """``text`` with every stretch of a value replaced by ``•••``."""
         covered = [False] * len(text)
         hit = False
-        for i, size in self.hits(text):
+        for i, size, _ in self.hits(text):
             covered[i : i + size] = [True] * size
             hit = True
         if not hit:
@@ -136,8 +283,8 @@ def carried(values: Iterable[str], data: SiteData) -> tuple[str, ...]:
     dumped = SITE_DATA_JSON.dump_python(replace(data, mask=()))
     found: set[int] = set()
     for text in _strings(dumped):
-        for i, size in everyone.hits(text):
-            found |= owner[text[i : i + size]]
+        for _, _, piece in everyone.hits(text):
+            found |= owner[piece]
         if len(found) == len(kept):
             break
     return tuple(v for i, v in enumerate(kept) if i in found)
@@ -157,11 +304,13 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 def masked_site_data(masker: Masker, data: SiteData) -> SiteData:
-    """``data`` with every typed secret value masked in its cookie values and its
-    localStorage / sessionStorage keys and values (and IndexedDB records), for exports:
+    """``data`` with every typed secret value masked in every string it holds, for exports:
     a storage state must never carry a value typed into a page that the page copied into
-    its storage (attacker review M3). Cookie names and where things are stay as they are;
-    the mask itself (``SiteData.mask``) is never in an export."""
+    its storage (attacker review M3) — cookie names, values and paths, localStorage /
+    sessionStorage keys and values, IndexedDB records, tabs' URLs. A host cannot hold
+    ``•••``: a cookie whose domain, or the storage of an origin whose origin, holds a
+    stretch of a value is left out. The mask itself (``SiteData.mask``) is never in an
+    export."""
     data = replace(data, mask=())
     if not masker:
         return data
@@ -169,18 +318,33 @@ def masked_site_data(masker: Masker, data: SiteData) -> SiteData:
     def items(found: Mapping[str, str]) -> dict[str, str]:
         return {masker.text(k): masker.text(v) for k, v in found.items()}
 
+    def kept(host: str) -> bool:
+        return masker.text(host) == host
+
+    session = data.session
     return replace(
         data,
-        cookies=tuple(replace(c, value=masker.text(c.value)) for c in data.cookies),
+        cookies=tuple(
+            replace(
+                c, name=masker.text(c.name), value=masker.text(c.value), path=masker.text(c.path)
+            )
+            for c in data.cookies
+            if kept(c.domain)
+        ),
         origins={
             origin: OriginStorage(
                 local=items(o.local),
                 indexed_db=tuple(masker.value(dict(db)) for db in o.indexed_db),
             )
             for origin, o in data.origins.items()
+            if kept(origin)
         },
         session=None
-        if data.session is None
-        else replace(data.session, items=items(data.session.items)),
-        tabs=tuple(replace(t, items=items(t.items)) for t in data.tabs),
+        if session is None or not kept(session.origin)
+        else replace(session, items=items(session.items)),
+        tabs=tuple(
+            replace(t, url=masker.text(t.url), items=items(t.items))
+            for t in data.tabs
+            if kept(t.origin)
+        ),
     )

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from urllib.parse import urlsplit
+
+import ada_url
 
 from sitekeep.address import Refused, ServerAddress
 from sitekeep.client_json import check_text
@@ -21,9 +22,10 @@ from sitekeep.errors import InvalidInput, OwnAddress
 from sitekeep.history import origin_of
 from sitekeep.limits import MAX_URL
 
-__all__ = ["check_key", "check_url"]
+__all__ = ["as_browsers_read", "check_key", "check_url"]
 
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def check_url(
@@ -54,25 +56,39 @@ def check_url(
     url = check_text(url, field).strip()
     if url == "about:blank":
         return url
-    try:
-        scheme = urlsplit(url).scheme.lower()
-    except ValueError as exc:
-        raise InvalidInput("not a valid URL", field=field) from exc
+    read = as_browsers_read(url)
+    scheme = (read or url).split(":", 1)[0].lower() if _SCHEME.match(read or url) else ""
     if scheme not in ("http", "https"):
         shown = scheme or "a relative URL"
         raise InvalidInput(
             f"{shown}: agents may open http(s) pages and about:blank only", field=field
         )
-    origin = origin_of(url)
+    if read is None:
+        raise InvalidInput("not a valid URL", field=field)
+    origin = origin_of(read)
     if origin is None:
         raise InvalidInput("the URL has no host", field=field)
     if origin in {origin_of(o) or o for o in own_origins}:
         raise OwnAddress(field=field)
-    if own is not None and own.reaches(url):
+    if own is not None and own.reaches(read):
         raise OwnAddress(field=field)
-    if isinstance(own, Refused) and own.known(url):  # a Grid's name, as configured
+    if isinstance(own, Refused) and own.known(read):  # a Grid's name, as configured
         raise OwnAddress(field=field)
     return url
+
+
+def as_browsers_read(url: str) -> str | None:
+    """``url`` as a browser reads it (the WHATWG URL Standard's parser, ``ada_url``):
+    in http(s) a backslash is a slash, tabs and newlines anywhere are dropped, leading
+    and trailing C0 controls and spaces too, ``http:host`` has a host, hosts are
+    percent-decoded, IDNA-mapped and IPv4 numbers read in every radix; None when a browser
+    would not take it. Every check of where a URL goes reads it so (Python's ``urlsplit``
+    reads ``http://127.0.0.1:8700\\@example.org/`` as example.org:80, a browser as
+    127.0.0.1:8700)."""
+    try:
+        return str(ada_url.normalize_url(url))
+    except ValueError:
+        return None
 
 
 def check_key(key: str, field: str = "key") -> str:

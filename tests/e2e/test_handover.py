@@ -34,13 +34,16 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from conftest import on_mapper
 from fixtures.serve import free_port
-from fixtures.sites import Sites
+from fixtures.sites import TYPED_SECRET, Sites
 from sitekeep.auth import hash_token, token_id
 from sitekeep.config import Settings
 from sitekeep.model import BrowserRef, Principal
 from sitekeep.service.handover import SOCKETS_PER_SESSION
 from support import Api, ApiFactory, serving
 
+from .test_mask_follows_data import HOST as COPY_HOST
+from .test_mask_follows_data import PAGE as COPY_PAGE
+from .test_mask_follows_data import copied_into_profile
 from .test_type_secret import store_login
 
 pytestmark = [
@@ -215,18 +218,22 @@ async def assert_guard_holds(bidi: Bidi, context: str, driver: str) -> None:
     )
     blocked = await bidi.wait(  # its URL is hidden from her: [sitekeep]/sessions
         lambda m: (
-            m.get("method") == "network.beforeRequestSent"
-            and m["params"]["request"]["url"].endswith("/sessions")
+            m.get("id") == evaluated
+            or (
+                m.get("method") == "network.beforeRequestSent"
+                and m["params"]["request"]["url"].endswith("/sessions")
+            )
         )
     )
-    request = blocked["params"]["request"]["request"]
-    for intercept in blocked["params"].get("intercepts") or []:
-        removed = await bidi.call("network.removeIntercept", {"intercept": intercept})
-        assert removed["type"] == "error" and "sitekeep" in removed["message"], removed
-    for method in ("network.continueRequest", "network.provideResponse"):
-        released = await bidi.call(method, {"request": request})
-        assert released["type"] == "error" and "sitekeep" in released["message"], released
-    result = await bidi.reply(evaluated)
+    if blocked.get("id") != evaluated:  # Firefox refuses the port before BiDi sees it
+        request = blocked["params"]["request"]["request"]
+        for intercept in blocked["params"].get("intercepts") or []:
+            removed = await bidi.call("network.removeIntercept", {"intercept": intercept})
+            assert removed["type"] == "error" and "sitekeep" in removed["message"], removed
+        for method in ("network.continueRequest", "network.provideResponse"):
+            released = await bidi.call(method, {"request": request})
+            assert released["type"] == "error" and "sitekeep" in released["message"], released
+    result = blocked if blocked.get("id") == evaluated else await bidi.reply(evaluated)
     assert result["type"] == "success", result
     assert result["result"]["result"]["value"].startswith("refused"), result
 
@@ -439,3 +446,70 @@ async def test_a_secret_is_never_typed_into_a_handed_over_browser_nor_handed_ove
     reply = await api.http.get("/v1/sessions/h/webdriver")
     assert reply.status_code == 409, reply.text
     assert "secret" in reply.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("browser", ["chromium", "firefox"])
+async def test_a_session_holding_a_copied_secret_is_never_handed_over(
+    api: Api, sites: Sites
+) -> None:
+    """Found attacking issue #24 item 2 afresh: a session opened from a profile whose data
+    holds a typed secret's value (a page copied it into a cookie and localStorage) was
+    handed over (200), and the holder read the value raw — ``GET …/cookie`` through the
+    handover. Its browser holds the value as surely as one it was typed in: 409."""
+    profile = await copied_into_profile(api, sites, "typed", TYPED_SECRET, COPY_PAGE)
+    url = sites.url(COPY_HOST, "/__fixture/html?body=" + quote(COPY_PAGE))
+    await api.open(key="from", profile=profile, url=url)
+    reply = await api.http.get("/v1/sessions/from/webdriver")
+    assert reply.status_code == 409, reply.text
+    assert "secret" in reply.json()["error"]["message"]
+    # A session whose data carries nothing of a secret is handed over as before.
+    await api.open(key="plain", url=sites.url("app.example.test"))
+    assert (await api.call("GET", "/v1/sessions/plain/webdriver"))["session_id"]
+
+
+UNSUBSCRIBE_BY_ATTRIBUTES = (
+    {"events": ["network.beforeRequestSent"]},
+    {"events": ["network"]},
+    {"events": ["network.beforeRequestSent"], "contexts": ["{context}"]},
+    {"events": ["network.beforeRequestSent"], "userContexts": ["default"]},
+    {"subscriptions": [], "events": ["network.beforeRequestSent"]},
+)
+"""``session.unsubscribe`` by event names (BiDi's ``UnsubscribeByAttributesRequest``), which
+names no subscription: in Firefox every socket to a session shares its subscriptions."""
+
+
+@pytest.mark.parametrize(
+    ("browser", "via"), [("chromium", "local"), ("firefox", "local"), ("firefox", "grid")]
+)
+async def test_a_handed_out_socket_cannot_unsubscribe_sitekeeps_guard_by_event_name(
+    tenancy: Tenancy, sites: Sites
+) -> None:
+    """Found attacking issue #24 item 1 afresh: ``session.unsubscribe {"events":
+    ["network.beforeRequestSent"]}`` through the handover removed sitekeep's own
+    subscription in Firefox, and with it the guard's intercept: a 302 of an allowed host
+    then took the browser to its driver (200). A client unsubscribes by the ids it was
+    given only, and the guard stays."""
+    t = tenancy
+    await t.open_marked("alice", "a1", sites)
+    ref = await t.ref("alice", "a1")
+    mine = await t.call("alice", "GET", "/v1/sessions/a1/webdriver")
+    async with connect(mine["bidi_url"], max_size=None) as ws:
+        bidi = Bidi(ws, [])
+        for attributes in UNSUBSCRIBE_BY_ATTRIBUTES:
+            params = json.loads(json.dumps(attributes).replace("{context}", mine["context"]))
+            answer = await bidi.call("session.unsubscribe", params)
+            assert answer["type"] == "error" and "sitekeep" in answer["message"], answer
+        # Her own subscription she removes by its id.
+        made = await bidi.call("session.subscribe", {"events": ["log.entryAdded"]})
+        removed = await bidi.call(
+            "session.unsubscribe", {"subscriptions": [made["result"]["subscription"]]}
+        )
+        assert removed["type"] == "success", removed
+    hop = sites.url("app.example.test", "/__fixture/redirect?to=" + quote(f"{ref.endpoint}/x"))
+    reply = await t.http.post(
+        "/v1/sessions/a1/navigate",
+        json={"url": hop},
+        headers={"Authorization": f"Bearer {t.tokens['alice']}"},
+    )
+    assert reply.status_code == 403, reply.text
+    assert reply.json()["error"]["type"] == "own_address"

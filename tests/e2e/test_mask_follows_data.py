@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -32,8 +33,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 HOST = "copy.example.test"
 
 # What a careless sign-in page does: it keeps what was typed in localStorage and a cookie,
-# and signs in from them on load — its title then shows them base64-encoded (which no
-# mask recognises: the proof the browser got the raw values) and its text shows them raw.
+# and signs in from them on load — its title then shows them reversed (which no mask
+# recognises: the proof the browser got the raw values) and its text shows them raw.
 PAGE = """<input id="p" type="password" aria-label="Pass">
 <p id="raw"></p>
 <script>
@@ -44,12 +45,25 @@ p.addEventListener("input", () => {
 });
 const stored = localStorage.getItem("copy") || "";
 const cookie = (document.cookie.match(/(?:^|; )copy=([^;]*)/) || ["", ""])[1];
-document.title = "Stored " + btoa(stored) + " " + btoa(decodeURIComponent(cookie));
+const reversed = (v) => [...v].reverse().join("");
+document.title = "Stored " + reversed(stored) + " " + reversed(decodeURIComponent(cookie));
 document.getElementById("raw").textContent = "Raw " + stored;
 </script>"""
 
-_B64 = base64.b64encode(TYPED_SECRET.encode()).decode()
-SIGNED_IN = f"Stored {_B64} {_B64}"
+_REVERSED = TYPED_SECRET[::-1]
+SIGNED_IN = f"Stored {_REVERSED} {_REVERSED}"
+
+
+async def copied_into_profile(api: Api, sites: Sites, key: str, value: str, page: str) -> str:
+    """Type ``value`` (a secret allowed on :data:`HOST`) into ``#p`` of ``page`` served on
+    HOST in session ``key``, and save the session into a new profile: its id."""
+    await api.service.parts.vault.put(WHO.tenant, "login", "", [HOST], {"password": value})
+    await api.open(key=key, url=sites.url(HOST, "/__fixture/html?body=" + quote(page)))
+    typed = {"selector": "#p", "secret": "login", "field": "password"}
+    await api.call("POST", f"/v1/sessions/{key}/type-secret", typed)
+    profile: str = (await api.call("POST", "/v1/profiles", {"name": f"from {key}"}))["id"]
+    await api.save(key, profile=profile)
+    return profile
 
 
 def masked_state(state: dict[str, Any]) -> None:
@@ -165,3 +179,86 @@ async def test_a_copied_secret_stays_masked_in_every_copy_of_the_data_and_still_
         assert (await api.open(key="third", profile=later, url=url))["title"] == SIGNED_IN
         await api.save("third")
         await session_masked(api, "third", admin, ui)
+
+
+SPECIAL = "Dummy p@ss/w\u00f6rd!*'()~+7e"
+"""A typed value that every encoding spells differently (reserved and non-ASCII chars)."""
+
+# Where a page puts a typed value besides a cookie's value: a cookie's name and path, and
+# the value as encodeURIComponent, escape(), base64 (alone and in "user:…", as Basic
+# auth), base64url, hex in either case and percent-encoding in lower-case hex give it.
+ENCODING_PAGE = """<input id="p" type="password" aria-label="Pass">
+<script>
+const p = document.getElementById("p");
+const utf8 = (v) => new TextEncoder().encode(v);
+const b64 = (v) => btoa(String.fromCharCode(...utf8(v)));
+const hex = (v) => [...utf8(v)].map((b) => b.toString(16).padStart(2, "0")).join("");
+p.addEventListener("input", () => {
+  const v = p.value, uri = encodeURIComponent(v), keep = "; max-age=86400";
+  document.cookie = uri + "=named; path=/" + keep;
+  document.cookie = "pathed=1; path=/x/" + uri + keep;
+  document.cookie = "uri=" + uri + "; path=/" + keep;
+  document.cookie = "esc=" + escape(v) + "; path=/" + keep;
+  const items = {
+    b64: b64(v), basic: "Basic " + b64("carol:" + v),
+    b64url: b64(v).replace(/\\+/g, "-").replace(/\\//g, "_").replace(/=+$/, ""),
+    hex: hex(v), HEX: hex(v).toUpperCase(),
+    lower: uri.replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()),
+  };
+  for (const [k, s] of Object.entries(items)) localStorage.setItem(k, s);
+  localStorage.setItem(uri, "keyed");
+});
+</script>"""
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def spelled(value: str) -> list[str]:
+    """What ENCODING_PAGE wrote, as Python spells the same encodings."""
+    utf8 = value.encode()
+    uri = quote(value, safe="!*'()~")
+    b64 = base64.b64encode(utf8).decode()
+    return [
+        uri,
+        quote(value.encode("latin-1"), safe="@*_+-./"),  # escape()
+        b64,
+        base64.b64encode(b"carol:" + utf8).decode(),
+        base64.urlsafe_b64encode(utf8).decode().rstrip("="),
+        utf8.hex(),
+        utf8.hex().upper(),
+        re.sub("%[0-9A-F]{2}", lambda m: m.group().lower(), uri),
+    ]
+
+
+@pytest.mark.parametrize("browser", ["chromium", "firefox"])
+async def test_a_copied_secret_is_masked_in_every_field_and_every_encoding(
+    api: Api, sites: Sites
+) -> None:
+    """Found attacking issue #24 item 2 afresh: an export masked a copied value in cookie
+    values and storage only as typed or as Python's quote() spells it — not in a cookie's
+    name or path, nor as encodeURIComponent (which keeps !*'()), escape(), base64 (alone
+    or inside "user:…"), base64url, hex, or percent-encoding in lower-case hex. Every
+    string of every copy and view of the data is searched in each of those spellings."""
+    profile = await copied_into_profile(api, sites, "enc", SPECIAL, ENCODING_PAGE)
+    raw = (await api.snapshot("enc")).cookies
+    assert any(quote(SPECIAL, safe="!*'()~") in c.name for c in raw)  # the page did copy it
+    forms = spelled(SPECIAL)
+    shown = [
+        (await api.http.get("/v1/sessions/enc/storage-state")).text,
+        (await api.http.get("/v1/sessions/enc/storage-state?format=cookies-txt")).text,
+        dumps(await api.call("GET", f"/v1/sessions/enc/site-data/{HOST}")),
+        dumps(await api.call("GET", "/v1/sessions/enc/site-data")),
+        (await api.http.get(f"/v1/profiles/{profile}/storage-state")).text,
+        (await api.http.get(f"/v1/profiles/{profile}/storage-state?format=cookies-txt")).text,
+        dumps(await api.call("GET", f"/v1/profiles/{profile}")),
+    ]
+    for text in shown:
+        for form in forms:
+            assert form[:12] not in text and form[-12:] not in text, (form, text[:2000])
+        assert MASK in text or '"hosts"' in text, text[:2000]
+    state = json.loads(shown[0])
+    names = {c["name"] for c in state["cookies"]}
+    paths = {c["path"] for c in state["cookies"]}
+    assert MASK in names and "/x/" + MASK in paths, state["cookies"]

@@ -9,10 +9,12 @@ processes the test started are signalled.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -48,9 +50,21 @@ def own_drivers(settings: Settings) -> dict[str, Any]:
 
 
 def the_driver(api: Api) -> int:
-    """The pid (and process group) of the one driver the test's data dir runs."""
-    (pid,) = driver_pids(api.service.parts.settings.data_dir)
+    """The pid (and process group) of the one driver of the test's browser kind the
+    test's data dir runs (a Firefox's geckodriver: the embedded chromedriver starts before
+    any browser, ``browser.banned``)."""
+    settings = api.service.parts.settings
+    data_dir = settings.data_dir
+    pids = driver_pids(data_dir)
+    if settings.browser == "firefox":
+        pids = [p for p in pids if p not in driver_pids_of(data_dir / "chromedriver.json")]
+    (pid,) = pids
     return pid
+
+
+def driver_pids_of(state: Path) -> list[int]:
+    """The pid a driver's state file names, if it exists."""
+    return [json.loads(state.read_text(encoding="utf-8"))["pid"]] if state.exists() else []
 
 
 def browser_processes(driver: int) -> set[int]:

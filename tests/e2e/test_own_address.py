@@ -11,6 +11,7 @@ refused as ``own_address`` (403).
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from collections.abc import AsyncIterator
 from urllib.parse import quote, urlsplit
@@ -29,14 +30,15 @@ pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
 
 class Recorder:
-    """Records the path of every HTTP request the wrapped app receives on the socket."""
+    """Records the path of every HTTP request and WebSocket upgrade the wrapped app
+    receives on the socket."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
         self.paths: list[str] = []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] in ("http", "websocket"):
             self.paths.append(scope["path"])
         await self.app(scope, receive, send)
 
@@ -190,3 +192,125 @@ async def test_a_refused_navigation_of_any_kind_leaves_the_browser_answering(
             assert late < ANSWER_WITHIN, f"{call} after {way} to {what} took {late:.1f} s"
         assert took < ANSWER_WITHIN * 3, f"{way} to {what} answered after {took:.1f} s"
     assert recorder.paths == []
+
+
+def spellings(port: int) -> list[str]:
+    """URLs a browser reads as ``127.0.0.1:port`` (WHATWG URL: backslashes are slashes in
+    http(s), tabs and newlines anywhere are dropped, userinfo, IDNA and percent-decoding,
+    trailing dots, IPv4 in any radix, the loopback and unspecified addresses, MAP rules)."""
+    return [
+        f"http://127.0.0.1:{port}\\@app.example.test/",
+        f"http://127.0.0.1:{port}\\sessions",
+        f"http:127.0.0.1:{port}/",
+        f"http:\\\\127.1:{port}/",
+        f"http:/127.0.0.1:{port}/",
+        f"https:127.0.0.1:{port}/",
+        f"http://127.0.\t0.1:{port}/",
+        f"http://127.0.0.1:{str(port)[:1]}\n{str(port)[1:]}/",
+        f"http://app.example.test@127.0.0.1:0{port}/",
+        f"http://\u24db\u24de\u24d2\u24d0\u24db\u24d7\u24de\u24e2\u24e3:{port}/",
+        f"http://127.0.0.1.:{port}/",
+        f"http://127.0.0.1%2e:{port}/",
+        f"http://[::1]:{port}/",
+        f"http://[::ffff:127.0.0.1]:{port}/",
+        f"http://0:{port}/",
+        f"http://0.0.0.0:{port}/",
+        f"http://2130706433:{port}/",
+        f"http://0x7f.1:{port}/",
+        f"HTTP://LOCALHOST.:{port}/",
+        f"http://x.localhost:{port}/",
+        f"http://app.example.test:{port}/",
+        f" \x01http://127.1:{port}/ ",
+    ]
+
+
+@pytest.mark.parametrize(("browser", "via"), [("chromium", "local"), ("firefox", "local")])
+async def test_every_spelling_of_a_refused_address_is_refused_on_every_way_to_navigate(
+    served: tuple[Api, Recorder, int], sites: Sites, settings: Settings
+) -> None:
+    """Found attacking issue #24 afresh (lead 4): the URL check read URLs with Python's
+    ``urlsplit``, not as a browser does — ``http://127.0.0.1:<port>\\@app.example.test/``
+    (a browser: host 127.0.0.1, port <port>; urlsplit: host app.example.test, port 80),
+    ``http:127.0.0.1:<port>/`` — and the live view's ``navigate`` compared the server's
+    origins as written only, so any spelling and every driver's address went to the
+    browser. Each is refused up front as ``own_address`` by the agents' navigate and
+    the live socket alike, for the server and the browser's driver; nothing arrives."""
+    from .test_type_secret_clipboard import LiveSocket
+
+    api, recorder, port = served
+    await api.open(key="k", url=sites.url("app.example.test"))
+    driver = urlsplit((await api.browser("k")).ref.endpoint).port
+    assert driver is not None
+    urls = [*spellings(port), *spellings(driver)]
+    async with LiveSocket(api, "k").open() as live:
+        for url in urls:
+            reply = await api.http.post("/v1/sessions/k/navigate", json={"url": url})
+            assert reply.status_code == 403, (url, reply.text)
+            assert reply.json()["error"]["type"] == "own_address", (url, reply.text)
+            refused = await live.send({"type": "navigate", "url": url})
+            assert refused == [("own_address", "url")], (url, refused)
+    assert recorder.paths == []
+
+
+def every_other_way(origin: str) -> str:
+    """A page that sends a request to ``origin`` each way a page can besides its own
+    navigation and frames: a WebSocket and an EventSource, a dedicated and a shared
+    worker (fetch and WebSocket), a popup, ``<object>`` and ``<embed>`` (in Firefox: a
+    frame of their own), a form posted into a frame, a beacon, a keep-alive fetch,
+    prefetch and preload links, ``<a ping>``."""
+    ws = "ws" + origin[4:]
+    worker = f'fetch("{origin}/worker").catch(() => 0); new WebSocket("{ws}/worker-ws");'
+    return f"""<object data="{origin}/object"></object><embed src="{origin}/embed">
+<link rel="prefetch" href="{origin}/prefetch">
+<link rel="preload" as="fetch" href="{origin}/preload">
+<a id="ping" href="#pinged" ping="{origin}/ping">ping</a>
+<form id="form" method="post" action="{origin}/form" target="sink"><input name="a" value="b"></form>
+<iframe name="sink"></iframe>
+<script>
+const blob = (code) => URL.createObjectURL(new Blob([code], {{type: "text/javascript"}}));
+const tries = [
+  () => new WebSocket("{ws}/ws"),
+  () => new EventSource("{origin}/events"),
+  () => new Worker(blob({json.dumps(worker)})),
+  () => new SharedWorker(blob({json.dumps(worker.replace("worker", "shared"))})),
+  () => window.open("{origin}/popup"),
+  () => navigator.sendBeacon("{origin}/beacon", "x"),
+  () => fetch("{origin}/keepalive", {{method: "POST", keepalive: true, mode: "no-cors"}}),
+  () => document.getElementById("form").submit(),
+  () => document.getElementById("ping").click(),
+];
+for (const attempt of tries) {{ try {{ attempt(); }} catch (e) {{}} }}
+</script>"""
+
+
+@pytest.mark.parametrize(
+    ("browser", "via"), [("chromium", "local"), ("firefox", "local"), ("firefox", "grid")]
+)
+async def test_no_request_reaches_a_refused_socket_any_way_a_page_sends_one(
+    served: tuple[Api, Recorder, int], sites: Sites
+) -> None:
+    """Found attacking issue #24 afresh (lead 5, the guard's "grace"): the guard's BiDi
+    intercept sees only what a browsing context fetches once the intercept holds there —
+    in Chromium a WebSocket, a shared worker's fetch, a worker's WebSocket and (racing
+    the new tab's intercept) a popup's first load reached sitekeep's port; in Firefox an
+    ``<object>``, an ``<embed>`` (each a frame the holder of a handover reads, or a
+    screenshot shows: the Grid's ``/status`` with every session) and a shared worker's
+    fetch. Every browser now also refuses those ports at its network layer from its
+    start; nothing of any of them arrives, at the server nor at a driver's port."""
+    api, recorder, port = served
+    driver = Recorder(recorder.app)  # stands for a driver's endpoint known before the browser
+    driver_port = free_port()
+    async with serving(driver, driver_port):
+        await api.service.parts.browsers.own_address.add(f"http://127.0.0.1:{driver_port}")
+        await api.open(key="k", url=sites.url("app.example.test"))
+        for target in (port, driver_port):
+            body = every_other_way(f"http://127.0.0.1:{target}")
+            page = sites.url("app.example.test", "/__fixture/html?body=" + quote(body))
+            assert (await api.go("k", page))["title"] == "Fixture HTML"
+            wait = {"op": "wait_for", "selector": "#never", "timeout": 3}
+            await api.call(
+                "POST", "/v1/sessions/k/flows", {"steps": [wait], "on_error": "continue"}
+            )
+        # The page's own host, on another port, is still reached every way.
+        assert (await api.go("k", sites.url("app.example.test")))["title"]
+    assert (recorder.paths, driver.paths) == ([], [])

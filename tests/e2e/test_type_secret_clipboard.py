@@ -13,12 +13,14 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import pytest
 
 from fixtures.sites import REC_HOST, REC_OTHER_HOST, TYPED_SECRET, Sites
+from sitekeep.config import Settings
 from sitekeep.service.relay import Relay
 from support import WHO, Api
 
@@ -104,8 +106,11 @@ class LiveSocket:
         self._api, self._key = api, key
         self._inbox: asyncio.Queue[str] = asyncio.Queue()
         self._out: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.texts: list[str] = []
+        """Every JSON message the relay said, as sent."""
 
     async def _said(self, text: str) -> None:
+        self.texts.append(text)
         await self._out.put(json.loads(text))
 
     async def _next(self) -> dict[str, Any]:
@@ -300,3 +305,79 @@ async def test_without_a_typed_secret_the_same_inputs_copy_paste_and_open_menus(
     kinds = {e["kind"] for e in events}
     assert {"paste", "contextmenu"} <= kinds
     assert any("HOk" in e["data"] for e in events if e["kind"] == "input")  # Shift held
+
+
+REMEMBERING_FORM = """<form method="post" action="/__fixture/state">
+<input id="user" name="username"><input id="pass" name="password" type="password">
+<button type="submit">Sign in</button></form>"""
+"""A sign-in form as most are: no ``autocomplete=off``, so a browser keeps what was sent."""
+FISHING = """<input id="user" name="username"><input id="pass" name="password" type="password">
+<script>
+for (const field of document.querySelectorAll("input"))
+  field.addEventListener("input", () => { document.title = field.id + " got " + field.value; });
+</script>"""
+"""Another host's page with fields of the same names, reporting whatever fills them."""
+
+
+def browser_profile(api: Api, settings: Settings, endpoint: str, debugger: str) -> Path:
+    """The folder of the browser's profile, on this machine: a Firefox's beside its
+    geckodriver (``<data>/geckodriver/<port>.profile``), the mapper engine's Chromium's in
+    its state file, chromedriver's Chromium's from its command line (``--user-data-dir``,
+    the process serving its DevTools port)."""
+    if settings.browser == "firefox":
+        return settings.data_dir / "geckodriver" / f"{urlsplit(endpoint).port}.profile"
+    if not debugger:  # the mapper engine's
+        state = api.service.parts.browsers._mapper._state(endpoint)
+        return Path(json.loads(state.read_text())["profile"])
+    port = debugger.rsplit(":", 1)[1]
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            args = cmdline.read_bytes().decode(errors="replace").split("\0")
+            for arg in args:
+                active = Path(arg.removeprefix("--user-data-dir=")) / "DevToolsActivePort"
+                listening = active.read_text().split()[:1] if active.exists() else []
+                if arg.startswith("--user-data-dir=") and listening == [port]:
+                    return active.parent
+    raise AssertionError(f"no Chromium serves DevTools on {debugger}")
+
+
+@pytest.mark.parametrize(
+    ("browser", "via"), [("chromium", "local"), ("firefox", "local"), ("firefox", "grid")]
+)
+async def test_no_browser_remembers_a_typed_secret_to_offer_it_to_another_host(
+    api: Api, sites: Sites, settings: Settings, via: str
+) -> None:
+    """Found attacking issue #24 item 3 afresh: Firefox kept a secret typed into a text
+    field in its form history once the form was sent (formhistory.sqlite), and offered it
+    back in any field of that name on any host — ``ArrowDown Enter`` there, keys no gate
+    refuses, handed the value to a page the secret is not allowed on. Chromium kept it too
+    (its profile's ``Web Data``). No browser remembers what was typed into a form."""
+    values = {"user": TYPED_SECRET, "pass": TYPED_SECRET + "-p"}
+    await api.service.parts.vault.put(WHO.tenant, "login", "", ["form.example.test"], values)
+    url = sites.url("form.example.test", "/__fixture/html?body=" + quote(REMEMBERING_FORM))
+    await api.open(key="r", url=url)
+    for field in ("user", "pass"):
+        typed = {"selector": f"#{field}", "secret": "login", "field": field}
+        await api.call("POST", "/v1/sessions/r/type-secret", {**typed, "submit": field == "pass"})
+    sent = {"op": "wait_for", "text": '"method": "POST"', "timeout": 30}
+    flow = await api.call("POST", "/v1/sessions/r/flows", {"steps": [sent]})
+    assert flow["steps"][0]["status"] == "ok", flow  # the form was sent, and answered
+    ref = (await api.browser("r")).ref
+    fishing = sites.url("app.other.test", "/__fixture/html?body=" + quote(FISHING))
+    for field in ("user", "pass"):
+        await api.go("r", fishing)
+        await api.call("POST", "/v1/sessions/r/click", {"selector": f"#{field}"})
+        for keys in ("ArrowDown", "ArrowDown", "Enter"):
+            await api.call("POST", "/v1/sessions/r/press", {"keys": keys})
+        got = await (await api.browser("r")).evaluate_json(
+            "() => JSON.stringify([...document.querySelectorAll('input')].map(i => i.value))", ""
+        )
+        assert got == ["", ""], field  # the api client's hook finds no value in any reply
+    if via == "local":
+        profile = browser_profile(api, settings, ref.endpoint, ref.debugger)
+        kept = [
+            f.relative_to(profile)
+            for f in profile.rglob("*")
+            if f.is_file() and TYPED_SECRET.encode() in f.read_bytes()
+        ]
+        assert kept == [], f"the browser's profile keeps the typed value in {kept}"

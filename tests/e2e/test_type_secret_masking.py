@@ -4,7 +4,9 @@ where a typed value stands, whatever the page does with it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -16,7 +18,9 @@ from sitekeep.masking import MASK
 from sitekeep.mcp import build_server
 from support import WHO, Api
 
-pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.parametrize("browser", ["chromium"])]
+from .test_type_secret_clipboard import LiveSocket
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 PAGE_HOST = "type.example.test"
 
@@ -44,6 +48,7 @@ def shows_no_value(result: object) -> str:
     return text
 
 
+@pytest.mark.parametrize("browser", ["chromium"])
 async def test_every_result_masks_what_was_typed_from_a_secret(api: Api, sites: Sites) -> None:
     await api.service.parts.vault.put(
         WHO.tenant, "masked", "", [PAGE_HOST], {"short": TYPED_SECRET, "long": LONG_SECRET}
@@ -90,3 +95,38 @@ async def test_every_result_masks_what_was_typed_from_a_secret(api: Api, sites: 
     content = result.content[0]
     assert isinstance(content, TextContent)
     assert f"You typed {MASK}" in shows_no_value(result.model_dump())
+
+
+@pytest.mark.parametrize("browser", ["chromium", "firefox"])
+async def test_the_live_view_masks_what_was_typed_from_a_secret(api: Api, sites: Sites) -> None:
+    """Found attacking issue #24 afresh (SPEC §10): the live socket's ``ready`` and ``page``
+    messages carried the page's title and URL as the browser had them — a typed value the
+    page put there in plain text, where every result shows ``•••`` and withholds a URL
+    holding one. They mask it, and withhold such a URL, like every result."""
+    await api.service.parts.vault.put(
+        WHO.tenant, "masked", "", [PAGE_HOST], {"short": TYPED_SECRET}
+    )
+    go = "<button id='go' onclick='location.search = \"typed=\" + p.value'>Go</button>"
+    url = sites.url(PAGE_HOST, "/__fixture/html?body=" + quote(PAGE + go))
+    typed = {"selector": "#p", "secret": "masked", "field": "short"}
+    await api.open(key="v", url=url)
+    await api.call("POST", "/v1/sessions/v/type-secret", typed)
+    live = LiveSocket(api, "v")
+
+    async def told(match: dict[str, Any]) -> None:
+        for _ in range(200):  # the watcher tells of a change within WATCH_EVERY
+            if any(match.items() <= json.loads(t).items() for t in live.texts):
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"no message {match}: {live.texts}")
+
+    async with live.open():
+        await live.send({"type": "navigate", "url": url})  # the page again, its field empty
+        await api.call("POST", "/v1/sessions/v/type-secret", typed)
+        await told({"type": "page", "title": f"Typed {MASK}"})
+        await api.call("POST", "/v1/sessions/v/click", {"selector": "#go"})
+        await told({"type": "page", "url_withheld": True})
+    said = [json.loads(t) for t in live.texts]
+    assert said[0]["type"] == "ready" and said[0]["title"] == f"Typed {MASK}", said[0]
+    for text in live.texts:
+        shows_no_value(text)

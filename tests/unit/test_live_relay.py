@@ -103,6 +103,11 @@ class FakeService:
         assert self.inside, "read under the session's lock"
         return self.typed
 
+    async def shown(self, tenant: str, key: str, page: PageInfo) -> dict[str, Any]:
+        return {"url": page.url, "title": page.title}
+
+    own_address = None
+
     @property
     def captures(self) -> int | None:
         captures: int | None = self.settings.live_captures

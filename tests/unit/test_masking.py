@@ -4,8 +4,12 @@ item 2)."""
 
 from __future__ import annotations
 
+import base64
+import re
 from dataclasses import replace
-from urllib.parse import quote_plus
+from urllib.parse import quote, quote_plus
+
+import pytest
 
 from sitekeep.masking import MASK, PIECE, Masker, carried, masked_site_data
 from sitekeep.model import Cookie, OriginStorage, SiteData
@@ -83,3 +87,55 @@ def test_data_carries_the_values_it_holds_a_stretch_of_and_no_other() -> None:
     assert kept.mask == (copied, as_key)
     assert captured(replace(data, cookies=()), None, 1.0).mask == (as_key,)
     assert masked_site_data(Masker.of(data.mask), data).mask == ()
+
+
+SPECIAL = "Dummy p@ss/w\u00f6rd!*'()~+7e"
+
+
+def _spellings(value: str) -> dict[str, str]:
+    raw = value.encode()
+    uri = quote(value, safe="!*'()~")
+    return {
+        "encodeURIComponent": uri,
+        "encodeURI": quote(value, safe="!*'()~@/+;,?:&=$#"),
+        "mixed-case hex": "".join(
+            part.lower() if i % 2 else part for i, part in enumerate(re.split("(%..)", uri))
+        ),
+        "half encoded": quote(value, safe="@/!*'()~ "),
+        "escape()": "Dummy%20p@ss/w%F6rd%21*%27%28%29%7E+7e",
+        "base64": base64.b64encode(raw).decode(),
+        "base64 in Basic": "Basic " + base64.b64encode(b"carol:" + raw).decode(),
+        "base64 after two": base64.b64encode(b"ab" + raw + b"z").decode(),
+        "base64url": base64.urlsafe_b64encode(raw).decode().rstrip("="),
+        "hex": raw.hex(),
+        "HEX": raw.hex().upper(),
+    }
+
+
+@pytest.mark.parametrize("how", list(_spellings(SPECIAL)))
+def test_a_value_is_masked_in_every_encoding_a_page_gives_it(how: str) -> None:
+    """Issue #24 item 2, attacked afresh: each encoding a page can give a value it copies
+    (JavaScript's, not only Python's quote) hides no stretch of it."""
+    text = _spellings(SPECIAL)[how]
+    masked = Masker.of([SPECIAL]).text(f"<{text}>")
+    assert MASK in masked, masked
+    assert len(masked) < len(text) / 2 + 8, masked  # no long run of it is left
+
+
+def test_an_export_masks_a_cookies_name_and_path_and_leaves_out_a_host_holding_a_value() -> None:
+    value = "dummy-host-7b2c"  # a page can name a host after a lower-case value
+    data = SiteData(
+        cookies=(
+            Cookie(name=value, value="v", domain="app.example.test", path=f"/x/{value}"),
+            Cookie(name="c", value="v", domain=f"{value}.example.test"),
+        ),
+        origins={
+            APP: OriginStorage(local={"k": "v"}),
+            f"http://{value}.example.test": OriginStorage(local={"k": "v"}),
+        },
+    )
+    out = masked_site_data(Masker.of([value]), data)
+    assert [(c.name, c.path, c.domain) for c in out.cookies] == [
+        (MASK, f"/x/{MASK}", "app.example.test")
+    ]
+    assert list(out.origins) == [APP]

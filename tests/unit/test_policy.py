@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from sitekeep.errors import InvalidInput, OwnAddress
+from sitekeep.history import origin_of
 from sitekeep.limits import MAX_URL
-from sitekeep.policy import check_key, check_url
+from sitekeep.policy import as_browsers_read, check_key, check_url
 from sitekeep.sites import group_by_site, site_of
 
 OWN = ["http://127.0.0.1:8700", "http://localhost:8700"]
@@ -44,7 +45,9 @@ def test_agents_may_open_http_pages_and_about_blank(url: str) -> None:
         "ftp://a.example.test/",
         "/relative/path",
         "a.example.test/no-scheme",
-        "https:///no-host",
+        "https://",  # no host (``https:///x`` has one: a browser reads it as https://x/)
+        "http://a b.example.test/",  # what no browser takes
+        "http://[::1/",
         "",
         "   ",
         "https://a.example.test/?" + "x" * MAX_URL,  # the bound of every facade
@@ -166,3 +169,26 @@ def test_ip_addresses_and_localhost_are_each_their_own_site() -> None:
 def test_ports_of_an_ip_address_share_its_site() -> None:
     groups = group_by_site(["http://127.0.0.1:8000", "http://127.0.0.1:9000"])
     assert list(groups.values()) == [["http://127.0.0.1:8000", "http://127.0.0.1:9000"]]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8700\\@a.example.test/",  # urlsplit: a.example.test:80
+        "http://127.0.0.1:8700\\admin",  # urlsplit: a bad port
+        "http:127.0.0.1:8700/",  # urlsplit: no host
+        "http:\\\\localhost:8700/",
+        "http:/127.0.0.1:8700/",
+        "http://127.0.\t0.1:87\n00/",
+        "http://a.example.test@127.0.0.1:08700/",
+        "http://127.0.0.1%2e:8700/",
+        " \x01http://127.1:8700/ ",
+    ],
+)
+def test_urls_are_read_as_a_browser_reads_them(url: str) -> None:
+    """Issue #24 (attacked afresh): each of these is the server's origin to a browser
+    (WHATWG URL), whatever Python's urlsplit makes of it."""
+    with pytest.raises(OwnAddress):
+        check_url(url, own_origins=OWN)
+    read = as_browsers_read(url)
+    assert read is not None and origin_of(read) in OWN, read

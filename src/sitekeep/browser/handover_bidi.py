@@ -20,7 +20,9 @@ browser only, and nothing that undoes sitekeep's hold on it:
   ``browsingContext.navigate`` an agent may not make (``policy.check_url``), or closing
   the browser's last tab;
 * ``network.removeIntercept``, ``script.removePreloadScript`` and ``session.unsubscribe``
-  by id only for what this socket made (the ids it got back);
+  by id only for what this socket made (the ids it got back); never ``session.unsubscribe``
+  by event names (it names no one's subscription, and Firefox's sockets to a session share
+  its subscriptions: sitekeep's guard's would go, and with it its intercept);
 * no ``Proxy-Authorization`` request header in an event (the proxy's credentials are a
   secret's values, which sitekeep answers the proxy's challenge with);
 * ``network.continueRequest``/``continueResponse``/``continueWithAuth``/``failRequest``/
@@ -250,11 +252,16 @@ class BidiGate:
             wire.SCRIPT_REMOVE_PRELOAD_SCRIPT: (self.preloads, [params.get("script")]),
             wire.SESSION_UNSUBSCRIBE: (self.subscriptions, params.get("subscriptions")),
         }.get(method)
-        unsubscribe = method == wire.SESSION_UNSUBSCRIBE
-        if made is None or (unsubscribe and "subscriptions" not in params):
+        if made is None:
             return
+        if method == wire.SESSION_UNSUBSCRIBE and set(params) != {"subscriptions"}:
+            # By event names (UnsubscribeByAttributesRequest) it names no one's: Firefox's
+            # sockets to a session share its subscriptions, sitekeep's guard's too.
+            raise BidiRefusal(
+                ident, "invalid argument", "sitekeep: unsubscribe by the subscription ids only"
+            )
         ids, asked = made
-        if not isinstance(asked, list) or not all(i in ids for i in asked):
+        if not isinstance(asked, list) or not asked or not all(i in ids for i in asked):
             raise BidiRefusal(
                 ident, "invalid argument", "sitekeep: only what this socket made can be removed"
             )

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sitekeep.browser import wire
+from sitekeep.browser.banned import REFUSED_ERRORS
 from sitekeep.browser.bidi import BidiConnection
 from sitekeep.browser.guard import OwnAddressGuard
 from sitekeep.browser.inputs import InputGate
@@ -132,7 +133,8 @@ class LiveBrowser:
         Raises:
             NavigationFailed: the page could not be loaded (``reason`` net::ERR_…).
             OwnAddress: the load failed because a request of it (the page, a redirect
-                hop) reached the sitekeep server itself and was refused.
+                hop) reached the sitekeep server itself or a driver and was refused — by
+                the guard, or by the browser's network layer (``browser.banned``).
         """
         refused = self.guard.refusals if self.guard is not None else 0
         try:
@@ -147,6 +149,8 @@ class LiveBrowser:
             reason = _NET_ERROR.search(exc.detail)
             if reason is None:
                 raise
+            if reason.group(0) in REFUSED_ERRORS:  # the network layer's own refusal
+                raise OwnAddress(field=field) from exc
             raise NavigationFailed(reason.group(0), field=field) from exc
         return await self.page_info(context)
 

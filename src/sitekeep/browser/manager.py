@@ -30,7 +30,7 @@ from dataclasses import replace
 import anyio.to_thread
 
 from sitekeep.address import Refused, ServerAddress
-from sitekeep.browser import wire
+from sitekeep.browser import banned, wire
 from sitekeep.browser.bidi import BidiConnection
 from sitekeep.browser.chromedriver import LocalChromedriver
 from sitekeep.browser.geckodriver import LocalGeckodriver, find_geckodriver
@@ -120,6 +120,8 @@ class BrowserManager:
         if self._settings.webdriver_url:
             return self._settings.webdriver_url.rstrip("/")
         if kind == "firefox":
+            if not self.uses_mapper:  # chromedriver's port is known before any browser's start
+                await self.endpoint("chromium")  # (browser.banned)
             url = await anyio.to_thread.run_sync(self._gecko.spawn, self._settings.firefox)
         else:
             assert self._local is not None
@@ -132,13 +134,13 @@ class BrowserManager:
     ) -> SessionSpec:
         settings = self._settings
         capability = proxy.capability() if proxy is not None else None
+        ports = self.own_address.ports  # refused at its network layer too (browser.banned)
         if kind == "firefox":
-            prefs = tuple(settings.firefox_prefs.items())
+            prefs = banned.firefox_prefs(settings.firefox_prefs.items(), ports)
             profile = None if settings.webdriver_url else self._gecko.profile(endpoint)
             return SessionSpec(kind, settings.firefox, (), insecure, prefs, profile, capability)
-        return SessionSpec(
-            kind, settings.chromium, settings.browser_args, insecure, proxy=capability
-        )
+        args = banned.chromium_args(settings.browser_args, ports)
+        return SessionSpec(kind, settings.chromium, args, insecure, proxy=capability)
 
     async def start(
         self,
@@ -213,7 +215,7 @@ class BrowserManager:
                 functools.partial(
                     self._mapper.launch,
                     self._settings.chromium,
-                    args=self._settings.browser_args,
+                    args=banned.chromium_args(self._settings.browser_args, self.own_address.ports),
                     insecure=insecure,
                     proxy=proxy.capability() if proxy is not None else None,
                 )

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from sitekeep.browser.servers import PerBrowserServers, driver_tmp, launch_driver, write_private
-from sitekeep.browser.webdriver import CHROMIUM_ARGS
+from sitekeep.browser.webdriver import CHROMIUM_ARGS, CHROMIUM_PREFS
 from sitekeep.errors import BrowserUnavailable
 from sitekeep.model import BrowserRef
 
@@ -160,6 +160,22 @@ def chromium_argv(
     return args
 
 
+def write_preferences(profile: Path) -> None:
+    """Write :data:`~sitekeep.browser.webdriver.CHROMIUM_PREFS` into the new profile's
+    ``Default/Preferences``, as chromedriver does with ``goog:chromeOptions.prefs`` (a
+    dotted name is a path in its JSON): Chromium reads them as it starts."""
+    nested: dict[str, Any] = {}
+    for name, value in CHROMIUM_PREFS.items():
+        *path, last = name.split(".")
+        node = nested
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
+    folder = profile / "Default"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    write_private(folder / "Preferences", json.dumps(nested))
+
+
 def _listening() -> socket.socket:
     """A TCP socket listening on a free port of 127.0.0.1, for the Node process to serve
     on (its fd 3): bound before the process starts, so no other local process can take
@@ -218,6 +234,7 @@ class LocalMapper(PerBrowserServers):
             port = int(listener.getsockname()[1])
             profile = Path(tempfile.mkdtemp(prefix=f"{port}.", suffix=".profile", dir=self._dir))
             session = uuid.uuid4().hex
+            write_preferences(profile)
             command = chromium_argv(chromium, profile, args, proxy)
             config = {
                 "session": session,

@@ -29,6 +29,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from sitekeep.address import Refused
 from sitekeep.browser import inputs, wire
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.page import KEYS
@@ -189,24 +190,28 @@ async def apply(
     browser: LiveBrowser,
     message: Pointer | Wheel | Key | Text | Navigate | Resize,
     *,
+    own: Refused | None = None,
     own_origins: Iterable[str] = (),
     secret_typed: bool = False,
 ) -> PageInfo | tuple[int, int] | None:
     """Send one input message to the browser's main tab, through the input gate
     (:mod:`sitekeep.browser.inputs`: judged against what earlier messages left held).
+    A ``navigate`` goes where an agent's may (``policy.check_url``: never to ``own``,
+    the sitekeep server and every driver, in any spelling, nor ``own_origins``).
 
     Returns:
         Where a ``navigate`` landed, the viewport a ``resize`` set, else None.
 
     Raises:
         InvalidInput: a refused URL (field ``url``), an unknown key (field ``key``).
+        OwnAddress: the URL reaches the sitekeep server or a driver (field ``url``).
         ClipboardNotAllowed: (``secret_typed``) a copy, cut or paste chord or the context
             menu (field ``key``, ``text``), the middle or secondary button or a drag
             (field ``button``); nothing of it was sent, what was held is released.
         NavigationFailed, BidiError, BidiTimeout, BrowserUnavailable: from the browser.
     """
     if isinstance(message, Navigate):
-        url = check_url(message.url, own_origins=list(own_origins))
+        url = check_url(message.url, own=own, own_origins=list(own_origins))
         return await browser.navigate(url)
     if isinstance(message, Resize):
         await set_viewport(browser, message.width, message.height)

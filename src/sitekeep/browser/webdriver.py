@@ -69,8 +69,28 @@ FIREFOX_PREFS: dict[str, Any] = {
     "network.connectivity-service.enabled": False,
     "devtools.jsonview.enabled": False,  # a JSON response is the page, as in Chromium
     "services.settings.server": "data:,#remote-settings-dummy/v1",  # honoured with FIREFOX_ENV
+    # Nothing typed is remembered (CHROMIUM_PREFS): form history, logins, addresses, cards.
+    "browser.formfill.enable": False,
+    "signon.rememberSignons": False,
+    "signon.autofillForms": False,
+    "extensions.formautofill.addresses.enabled": False,
+    "extensions.formautofill.creditCards.enabled": False,
 }
-"""Firefox's counterpart of the Chromium flags: no background traffic to unreachable hosts."""
+"""Firefox's counterpart of the Chromium flags: no background traffic to unreachable hosts,
+and no memory of what was typed into forms (:data:`CHROMIUM_PREFS`)."""
+
+CHROMIUM_PREFS: dict[str, Any] = {
+    "autofill.profile_enabled": False,
+    "autofill.credit_card_enabled": False,
+    "credentials_enable_service": False,
+    "profile.password_manager_enabled": False,
+}
+"""Chromium's profile preferences (``goog:chromeOptions.prefs``; the mapper engine writes
+them into the profile): no memory of what was typed into forms. A browser remembers what a
+form sent — Firefox its form history, Chromium its autocomplete entries (``Web Data``) —
+and offers it back in any field of that name on any host, where ``ArrowDown Enter`` (keys
+no gate refuses) hands a secret's typed value to a page it is not allowed on (SPEC §7;
+found attacking issue #24 item 3)."""
 
 FIREFOX_ENV: dict[str, str] = {"MOZ_REMOTE_SETTINGS_DEVTOOLS": "1"}
 """Environment of every geckodriver sitekeep starts, which its Firefox inherits (geckodriver
@@ -135,6 +155,7 @@ def _chromium_options(spec: SessionSpec) -> Any:
     for arg in (*args, *spec.args):
         options.add_argument(arg)
     options.page_load_strategy = CHROMIUM_PAGE_LOAD_STRATEGY
+    options.add_experimental_option("prefs", dict(CHROMIUM_PREFS))
     options.set_capability("webSocketUrl", True)
     options.accept_insecure_certs = spec.insecure
     if spec.proxy:

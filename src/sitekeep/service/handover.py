@@ -211,7 +211,7 @@ class Handovers:
                 not manage the profile it was opened from).
             Conflict: the session has no live browser (open it first), it runs on the
                 mapper engine (no WebDriver classic endpoint; ``chromium_bidi``), or a
-                secret was typed in it.
+                secret was typed in it or its site data carries a typed value.
             SessionBusy: another call held the session too long.
         """
         parts, records = self._parts, self._records
@@ -249,14 +249,16 @@ class Handovers:
 
         Raises:
             Conflict: no live browser, the mapper engine, or a secret was typed in the
-                session (its values are write-only, SPEC §7: the page, the storage
-                restored later may hold one).
+                session or its site data carries a typed value (``SessionRecord.mask``,
+                from a profile made of a session where a page copied one): its values are
+                write-only, SPEC §7 — the page, the storage restored later may hold one.
         """
         parts = self._parts
-        if record.typed_secrets:
+        if record.secret_typed:  # typed here, or carried in by data opened from a copy
             raise Conflict(
-                "a secret was typed in this session: its browser is never handed over "
-                "(secret values are write-only); hand over another session"
+                "a secret was typed in this session, or its site data holds a typed "
+                "secret's value: its browser is never handed over (secret values are "
+                "write-only); hand over another session"
             )
         browsers = parts.seam.browsers
         live = await browsers.attach(record.browser) if record.browser is not None else None

@@ -32,10 +32,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from sitekeep.address import Refused
 from sitekeep.args import OpenBody, SessionChoice, unchecked
-from sitekeep.browser.live import LiveBrowser
+from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.errors import NotFound, Unauthorized
-from sitekeep.model import Principal
+from sitekeep.model import Principal, well_formed
 from sitekeep.service.parts import Parts
 
 __all__ = ["TICKET_TTL", "Grant", "LiveSession", "LiveSessions"]
@@ -267,9 +268,30 @@ class LiveSessions:
         """Whether a secret was typed in the session (its input gate, SPEC §7)."""
         return await self._parts.seam.records.secret_typed(tenant, key)
 
+    async def shown(self, tenant: str, key: str, page: PageInfo) -> dict[str, Any]:
+        """``{url | url_withheld: true, title}`` of the session's ``page`` as every result
+        shows them (SPEC §7, §12): each stretch of a value the session masks is ``•••``,
+        and a URL holding one is withheld.
+
+        Raises:
+            StoreUnavailable: the session store is out of reach."""
+        records = self._parts.seam.records
+        record = await records.load(tenant, key)
+        if record is None:  # deleted meanwhile: what it masked is unknown, nothing shown
+            return {"url_withheld": True, "title": ""}
+        withheld = page.url is not None and await records.holds_secret(tenant, record, page.url)
+        view = {**({"url_withheld": True} if withheld else {"url": page.url}), "title": page.title}
+        return well_formed((await records.masker(tenant, record)).value(view))
+
     def own_origins(self) -> list[str]:
         """The origins the server itself answers on (SPEC §12)."""
         return self._parts.own_origins()
+
+    @property
+    def own_address(self) -> Refused:
+        """The sitekeep server and every driver, in any spelling (SPEC §12): a live
+        ``navigate`` goes to none of them, as an agent's does not."""
+        return self._parts.browsers.own_address
 
     @property
     def captures(self) -> int | None:

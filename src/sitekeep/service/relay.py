@@ -12,7 +12,9 @@ client. Captures that overlap (:data:`PIPELINE`) start a capture's time over the
 apart, so that they show the page at evenly spaced moments. Unchanged frames are skipped,
 and an idle page is captured less and less often until input or a change wakes it.
 Server messages other than frames (``ready``, ``page``, ``viewport``, ``error``,
-``closed``) are queued without a bound and never dropped; so is input, which
+``closed``) are queued without a bound and never dropped; the page's URL and title in them
+are shown as every result shows them (a typed secret's value ``•••``, a URL holding one
+withheld: ``url_withheld``); so is input, which
 runs in order under the session's lock — the one agent calls take — so a person's input
 and an agent's call never interleave in one tab. Input goes through the browser's input
 gate (``browser.inputs``) as an agent's does: in a session where a secret was typed, a
@@ -31,6 +33,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from sitekeep import client_json
+from sitekeep.address import Refused
 from sitekeep.browser import screencast
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.errors import (
@@ -73,7 +76,12 @@ class RelayPort(Protocol):
 
     async def secret_typed(self, tenant: str, key: str) -> bool: ...
 
+    async def shown(self, tenant: str, key: str, page: PageInfo) -> dict[str, Any]: ...
+
     def own_origins(self) -> list[str]: ...
+
+    @property
+    def own_address(self) -> Refused | None: ...
 
     @property
     def captures(self) -> int | None: ...
@@ -170,8 +178,7 @@ class Relay:
                 "browser": self._browser.ref.kind,
                 "width": width,
                 "height": height,
-                "url": page.url,
-                "title": page.title,
+                **await self._page_view(page),
             }
         )
         self._page = page
@@ -191,6 +198,11 @@ class Relay:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _page_view(self, page: PageInfo) -> dict[str, Any]:
+        """``{url | url_withheld, title}`` of ``page`` as every result shows them: a typed
+        secret's value masked, a URL holding one withheld (SPEC §7)."""
+        return await self._port.shown(self._who.tenant, self._live.key, page)
 
     def _captures(self) -> int:
         """Capture loops to run: the setting, else :data:`PIPELINE` for this browser."""
@@ -343,6 +355,7 @@ class Relay:
             done = await screencast.apply(
                 self._browser,
                 message,
+                own=self._port.own_address,
                 own_origins=self._port.own_origins(),
                 secret_typed=secret_typed,
             )
@@ -356,7 +369,7 @@ class Relay:
             return
         if isinstance(done, PageInfo):
             self._page = done
-            self._say({"type": "page", "url": done.url, "title": done.title})
+            self._say({"type": "page", **await self._page_view(done)})
         elif isinstance(done, tuple):
             self._size = done
             self._pinned = self._started
@@ -374,4 +387,4 @@ class Relay:
                 page = await self._browser.page_info()
                 if page != self._page:
                     self._page = page
-                    self._say({"type": "page", "url": page.url, "title": page.title})
+                    self._say({"type": "page", **await self._page_view(page)})

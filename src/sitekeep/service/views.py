@@ -113,21 +113,25 @@ class Views:
         """
         record = await self._records.require(who, key)
         snapshot = await self._records.load_snapshot(who.tenant, key) or SiteData()
-        return {
-            "key": key,
-            "saved_at": snapshot.saved_at or None,
-            "hosts": [
-                {
-                    "site": r.site,
-                    "uri": f"{site_data_uri(key)}/{r.site}",
-                    "cookies": r.cookies,
-                    "shared_cookies": r.shared_cookies,
-                    "local": r.local,
-                    "session": r.session,
-                }
-                for r in sitedata.host_rows(snapshot, record.history)
-            ],
-        }
+        masker = await self._records.masker(who.tenant, record, snapshot)
+        view: dict[str, Any] = masker.value(
+            {  # a host a page named after a typed value (masking)
+                "key": key,
+                "saved_at": snapshot.saved_at or None,
+                "hosts": [
+                    {
+                        "site": r.site,
+                        "uri": f"{site_data_uri(key)}/{r.site}",
+                        "cookies": r.cookies,
+                        "shared_cookies": r.shared_cookies,
+                        "local": r.local,
+                        "session": r.session,
+                    }
+                    for r in sitedata.host_rows(snapshot, record.history)
+                ],
+            }
+        )
+        return view
 
     async def site_data_host(self, who: Principal, key: str, site: str) -> dict[str, Any]:
         """One host of the snapshot in full, httpOnly values shown as ``•••`` — the

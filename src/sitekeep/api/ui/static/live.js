@@ -80,9 +80,11 @@
   }
 
   function page(message) {
-    title.textContent = message.title || message.url;
-    root.dataset.url = message.url;
-    if (document.activeElement !== address) address.value = message.url;
+    // A URL holding a typed secret's value is withheld (url_withheld), as in every result.
+    const url = message.url_withheld ? "" : message.url || "";
+    title.textContent = message.title || url;
+    root.dataset.url = url;
+    if (document.activeElement !== address) address.value = url;
   }
 
   async function connect() {
