@@ -42,12 +42,14 @@ the way in (:func:`from_bidi`) or out (:func:`to_bidi`), each rule with its sour
 from __future__ import annotations
 
 import base64
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import replace
 from email.utils import formatdate
 from typing import Any
 from urllib.parse import urlsplit
 
+from sitekeep.history import normal_host
 from sitekeep.model import BrowserKind, Cookie, SameSite
 
 __all__ = [
@@ -57,9 +59,12 @@ __all__ = [
     "cookie_host",
     "cookie_key",
     "cookie_label",
+    "cookie_origin",
     "covers_host",
     "from_bidi",
+    "is_ip",
     "is_unexpired",
+    "jar_host",
     "needs_header",
     "set_by_response",
     "settle_same_site",
@@ -233,12 +238,13 @@ def covers_host(cookie: Cookie, host: str) -> bool:
     """Whether the cookie would be sent to ``host`` by domain (RFC 6265bis §5.1.3).
 
     A host-only cookie (no leading dot) covers its own host; a domain cookie covers its
-    domain and every subdomain.
+    domain and every subdomain. Hosts compare by :func:`~sitekeep.history.normal_host`
+    (an IPv6 cookie's ``[::1]`` is the host ``::1``).
     """
-    host = host.lower()
+    host = normal_host(host)
     domain = cookie.domain.lower()
     if not domain.startswith("."):
-        return host == domain
+        return host == normal_host(domain)
     bare = domain[1:]
     return host == bare or host.endswith(domain)
 
@@ -255,8 +261,33 @@ def cookie_label(name: str, domain: str, path: str) -> str:
 
 
 def cookie_host(cookie: Cookie) -> str:
-    """The host a cookie belongs to: its domain without a leading dot."""
-    return cookie.domain.lstrip(".").lower()
+    """The host a cookie belongs to: its domain without a leading dot, by
+    :func:`~sitekeep.history.normal_host` (both browsers spell an IPv6 host ``[::1]`` in
+    the jar; the host is ``::1``, as an origin's)."""
+    return normal_host(cookie.domain.lstrip("."))
+
+
+def is_ip(host: str) -> bool:
+    """Whether ``host`` is an IP address (an IPv6 one with or without brackets)."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def jar_host(host: str) -> str:
+    """``host`` as both browsers' jars spell a host-only cookie's domain: lowercase, an
+    IPv6 address compressed in brackets (``0:0::1`` → ``[::1]``, measured on Chromium 156
+    and Firefox 153; Chromium's ``storage.setCookie`` refuses a bare ``::1``)."""
+    host = normal_host(host)
+    return f"[{host}]" if ":" in host else host
+
+
+def cookie_origin(cookie: Cookie) -> str:
+    """An origin whose response may set ``cookie`` as it is: its host (an IPv6 one in
+    brackets), https for a ``Secure`` one."""
+    return f"{'https' if cookie.secure else 'http'}://{jar_host(cookie_host(cookie))}"
 
 
 def attributes(cookie: Cookie) -> tuple[Any, ...]:

@@ -7,12 +7,13 @@ and reset tokens.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlsplit
 
 from sitekeep.model import HistoryEntry
 
-__all__ = ["bump", "bump_many", "clear", "host_of", "origin_of", "trim_url"]
+__all__ = ["bump", "bump_many", "clear", "host_of", "normal_host", "origin_of", "trim_url"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -31,7 +32,7 @@ def origin_of(url: str) -> str | None:
     scheme = parts.scheme.lower()
     if scheme not in _DEFAULT_PORTS or not parts.hostname:
         return None
-    host = parts.hostname.lower()
+    host = normal_host(parts.hostname)
     if ":" in host:  # an IPv6 literal keeps its brackets in an origin
         host = f"[{host}]"
     if port is None or port == _DEFAULT_PORTS[scheme]:
@@ -40,8 +41,24 @@ def origin_of(url: str) -> str | None:
 
 
 def host_of(origin: str) -> str:
-    """The host of a serialised origin (``https://a.example.test:8443`` → ``a.example.test``)."""
-    return urlsplit(origin).hostname or origin
+    """The host of a serialised origin (``https://a.example.test:8443`` → ``a.example.test``),
+    by :func:`normal_host` (``http://[::1]:8080`` → ``::1``)."""
+    return normal_host(urlsplit(origin).hostname or origin)
+
+
+def normal_host(host: str) -> str:
+    """``host`` in the one spelling sitekeep names a host by: lowercase, and an IPv6
+    address compressed without brackets, as ``ipaddress`` and the URL Standard's IPv6
+    serializer write it — ``[::1]``, ``0:0:0:0:0:0:0:1`` and ``::1`` are one host (a
+    cookie jar spells it ``[::1]``: :func:`sitekeep.cookies.cookie_host` reads it so)."""
+    host = host.lower()
+    if ":" not in host:
+        return host
+    inner = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        return ipaddress.IPv6Address(inner).compressed
+    except ValueError:
+        return host
 
 
 def trim_url(url: str) -> str:

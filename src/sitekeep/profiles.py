@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from sitekeep.cookies import cookie_host, covers_host
+from sitekeep.cookies import cookie_host, cookie_origin, covers_host
 from sitekeep.errors import Conflict, Forbidden, InvalidInput, NotFound
 from sitekeep.history import origin_of
 from sitekeep.limits import MAX_PROFILE_NAME
@@ -513,5 +513,4 @@ def landing(site_data: SiteData) -> str | None:
         return first + "/"
     if not site_data.cookies:
         return None
-    cookie = site_data.cookies[0]
-    return f"{'https' if cookie.secure else 'http'}://{cookie_host(cookie)}/"
+    return cookie_origin(site_data.cookies[0]) + "/"

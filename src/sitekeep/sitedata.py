@@ -15,7 +15,7 @@ from typing import Any
 
 from sitekeep.cookies import cookie_host, covers_host
 from sitekeep.errors import NotFound, SnapshotTooLarge
-from sitekeep.history import host_of
+from sitekeep.history import host_of, normal_host
 from sitekeep.model import (
     SITE_DATA_JSON,
     Cookie,
@@ -299,7 +299,7 @@ def host_view(snapshot: SiteData, host: str) -> dict[str, Any]:
         NotFound: the snapshot holds nothing for ``host`` (field ``site``, the argument
             that names a host in every route and resource that shows one).
     """
-    host = host.lower()
+    host = normal_host(host)
     if host not in _hosts(snapshot):
         raise NotFound("site", host, field="site")
     cookies = [
@@ -336,8 +336,9 @@ def forget_host(snapshot: SiteData, host: str) -> SiteData:
     """The snapshot without ``host``'s storage and its own cookies (``host`` or ``.host``).
 
     Cookies of a parent domain stay: they belong to no single host (SPEC §11 Forget).
+    ``host`` in any spelling (:func:`~sitekeep.history.normal_host`).
     """
-    host = host.lower()
+    host = normal_host(host)
     return replace(
         snapshot,
         cookies=tuple(c for c in snapshot.cookies if cookie_host(c) != host),

@@ -13,6 +13,8 @@ import pytest
 from sitekeep.browser.samesite import SameSiteLog, parse_set_cookie
 from sitekeep.cookies import (
     as_stored,
+    cookie_host,
+    cookie_origin,
     covers_host,
     from_bidi,
     is_unexpired,
@@ -22,6 +24,7 @@ from sitekeep.cookies import (
     to_set_cookie,
     value_lost,
 )
+from sitekeep.history import host_of
 from sitekeep.model import Cookie, SameSite
 
 PARTITION = {"topLevelSite": "https://example.test", "hasCrossSiteAncestor": True}
@@ -206,6 +209,10 @@ def test_to_bidi_never_sends_size_or_vendor_extras_back() -> None:
         (".example.test", "example.test.evil.test", False),
         (".a.example.test", "example.test", False),
         (".Example.Test", "A.EXAMPLE.test", True),
+        ("[::1]", "::1", True),  # both jars spell an IPv6 host so; an origin's host is ::1
+        ("[::1]", "0:0:0:0:0:0:0:1", True),
+        ("[2001:db8::a]", "[2001:DB8:0::A]", True),
+        ("[::1]", "::2", False),
     ],
 )
 def test_covers_host_follows_rfc6265bis_domain_matching(
@@ -247,6 +254,14 @@ def test_a_cookie_is_unexpired_strictly_before_its_expiry() -> None:
         ),
         ("g=7; Path=rel; SameSite=Strict", "http://a.test/p/q", (("g", "a.test", "/p"), "strict")),
         ("novalue", "http://a.test/", None),
+        # An IPv6 host as the jar spells it ([::1]); a Domain on an IP makes host-only.
+        ("h=8; SameSite=Lax", "http://[0:0::1]:8080/", (("h", "[::1]", "/"), "lax")),
+        ("i=9; Domain=::1; SameSite=Lax", "http://[::1]/", (("i", "[::1]", "/"), "lax")),
+        (
+            "j=1; Domain=127.0.0.1; SameSite=Lax",
+            "http://127.0.0.1/",
+            (("j", "127.0.0.1", "/"), "lax"),
+        ),
     ],
 )
 def test_a_set_cookie_header_names_its_cookie_and_same_site(
@@ -365,3 +380,10 @@ def test_chromium_reports_a_value_with_its_non_utf8_bytes_dropped_and_size_tells
     kept = chromium_raw(name="raw_utf8", value={"type": "string", "value": "你好"}, size=14)
     assert not value_lost(kept, "chromium")
     assert not value_lost(lost, "firefox")  # Firefox counts UTF-16 units, and holds U+FFFD
+
+
+@pytest.mark.parametrize("spelled", ["[::1]", "::1", "0:0:0:0:0:0:0:1", "[0000::0001]"])
+def test_an_ipv6_cookie_host_is_one_host_however_it_is_spelled(spelled: str) -> None:
+    held = cookie(domain=spelled)
+    assert cookie_host(held) == "::1" == host_of("http://[::1]:8080")
+    assert cookie_origin(held) == "http://[::1]"

@@ -39,6 +39,8 @@ def origins(history: tuple[HistoryEntry, ...]) -> list[str]:
         ("http://[::1]:8080/", "http://[::1]:8080"),
         ("http://[::1]:80/", "http://[::1]"),
         ("https://[2001:DB8::1]/", "https://[2001:db8::1]"),
+        ("http://[0:0:0:0:0:0:0:1]:8080/", "http://[::1]:8080"),  # one host, one origin
+        ("https://[2001:0DB8:0000::0001]/", "https://[2001:db8::1]"),
     ],
 )
 def test_origin_of_serialises_scheme_host_and_non_default_port(url: str, origin: str) -> None:

@@ -174,7 +174,7 @@ def test_domains_leading_dots_host_only_flags_ips_and_dotless_hosts() -> None:
         "idn": ("xn--bcher-kva.example.test", "/"),
         "ip_with_dot": ("127.0.0.1", "/"),
         "ip_host_only": ("127.0.0.1", "/"),
-        "ipv6": ("::1", "/"),
+        "ipv6": ("[::1]", "/"),  # as both browsers' jars spell it
         "dotless_domain": ("localhost", "/"),
         "dotless_host": ("localhost", "/"),
         "public_suffix": ("co.uk", "/"),
@@ -190,7 +190,8 @@ def test_domains_leading_dots_host_only_flags_ips_and_dotless_hosts() -> None:
     assert notes["trailing_dot"] == {("changed", "domain-trailing-dot")}
     assert notes["idn"] == {("changed", "domain-idna")}
     assert notes["ip_with_dot"] == {("changed", "domain-ip")}
-    assert "ip_host_only" not in notes and "ipv6" not in notes and "dotless_host" not in notes
+    assert "ip_host_only" not in notes and "dotless_host" not in notes
+    assert notes["ipv6"] == {("changed", "domain-ipv6")}
     assert (
         notes["dotless_domain"] == notes["public_suffix"] == {("changed", "domain-public-suffix")}
     )
@@ -460,3 +461,68 @@ def _raw(**kw: Any) -> str:
 
 def test_the_snapshot_time_is_the_import_time() -> None:
     assert import_text(_raw(), None, NOW).site_data.saved_at == NOW
+
+
+# -- issue #26 item 6: what other tools read the same way ---------------------------------
+
+
+def test_a_cookies_txt_line_with_an_empty_expiry_is_a_session_cookie_as_mozilla_reads_it(
+    tmp_path: Path,
+) -> None:
+    from http.cookiejar import MozillaCookieJar
+
+    text = (
+        "# Netscape HTTP Cookie File\n"
+        "app.example.test\tFALSE\t/\tFALSE\t\tempty\tdummy-empty\n"
+        ".example.test\tTRUE\t/\tTRUE\t \tspaced\tdummy-spaced\n"
+        "#HttpOnly_app.example.test\tFALSE\t/\tFALSE\t\thttp_only\tdummy-h\n"
+    )
+    jar_file = tmp_path / "cookies.txt"  # MozillaCookieJar takes the empty field only
+    jar_file.write_text(text.replace("\t \t", "\t\t"), encoding="utf-8")
+    jar = MozillaCookieJar()
+    jar.load(str(jar_file), ignore_discard=True)
+    mozilla = {c.name: (c.expires, c.discard) for c in jar}
+    assert mozilla["empty"] == (None, True)  # the reference reading: a session cookie
+
+    imported = import_text(text, None, NOW)
+    got = {n: (c.domain, c.expiry, c.http_only) for n, c in by_name(imported).items()}
+    assert got == {  # was: each dropped as "line-malformed"
+        "empty": ("app.example.test", None, False),
+        "spaced": (".example.test", None, False),
+        "http_only": ("app.example.test", None, True),
+    }
+    assert imported.report.notes == []
+
+
+@pytest.mark.parametrize(
+    "spelled", ["::1", "[::1]", "0:0:0:0:0:0:0:1", "0000::0001", "[0:0::1]", ".::1"]
+)
+def test_an_ipv6_domain_is_one_host_however_it_is_spelled(spelled: str) -> None:
+    state = {
+        "cookies": [
+            {"name": "v6", "value": "dummy-v6", "domain": spelled, "path": "/", "expires": F},
+            {"name": "v6", "value": "dummy-later", "domain": "::1", "path": "/", "expires": F},
+        ]
+    }
+    imported = import_text(json.dumps(state), None, NOW)
+    assert [(c.domain, c.value) for c in imported.site_data.cookies] == [("[::1]", "dummy-later")]
+    notes = {(n.where, n.rule) for n in imported.report.notes}
+    assert ("cookies[0]", "duplicate") in notes  # was: two cookies for one host
+
+
+@pytest.mark.parametrize(
+    ("spelled", "canonical"),
+    [
+        ("2001:DB8::A", "[2001:db8::a]"),
+        ("[2001:0db8:0000:0000:0000:0000:0000:000a]", "[2001:db8::a]"),
+        ("::FFFF:7F00:1", "[::ffff:7f00:1]"),
+    ],
+)
+def test_an_ipv6_domain_is_kept_as_a_browser_serialises_it(spelled: str, canonical: str) -> None:
+    line = f"{spelled}\tFALSE\t/\tFALSE\t0\tv6\tdummy-v6\n"
+    imported = import_text(line, "cookies-txt", NOW)
+    assert [c.domain for c in imported.site_data.cookies] == [canonical]
+    origin = f"https://{canonical}:8443"
+    state = {"origins": [{"origin": f"https://[{spelled.strip('[]')}]:8443/", "localStorage": []}]}
+    state["origins"][0]["localStorage"] = [{"name": "k", "value": "dummy-k"}]
+    assert list(import_text(json.dumps(state), None, NOW).site_data.origins) == [origin]

@@ -57,7 +57,7 @@ def test_a_storage_state_export_is_playwrights_shape_with_session_storage_as_an_
     }
     by_name = {c["name"]: c for c in state["cookies"]}
     assert by_name["csrftoken"]["expires"] == -1 and by_name["csrftoken"]["sameSite"] == "Strict"
-    assert "sameSite" not in by_name["plain"]  # the browser's default: left to the browser
+    assert by_name["plain"]["sameSite"] == "Lax"  # the browser's default, never wider
     assert by_name["chips"]["partitionKey"] == "https://example.test"
     assert by_name["chips"]["_crHasCrossSiteAncestor"] is True
     assert "bytes" not in by_name
@@ -78,6 +78,10 @@ def test_a_storage_state_export_is_playwrights_shape_with_session_storage_as_an_
     assert any("'sitekeep' extension" in r for r in report.remarks)
     assert any("vendor fields" in r for r in report.remarks)
     assert [(n.name, n.rule) for n in report.dropped] == [("bytes", "value-bytes")]
+    assert [(n.name, n.rule) for n in report.changed] == [
+        ("plain", "same-site-default"),
+        ("prio", "same-site-default"),
+    ]
     assert report.carried["cookies"] == 6 and report.read["cookies"] == 7
 
 
@@ -105,6 +109,17 @@ def _without_extras(site_data: SiteData) -> SiteData:
     return replace(site_data, cookies=tuple(replace(c, extras={}) for c in site_data.cookies))
 
 
+def _defaults_as_lax(site_data: SiteData) -> SiteData:
+    """What storage state carries of each cookie: the browser's default SameSite as Lax."""
+    return replace(
+        site_data,
+        cookies=tuple(
+            replace(c, same_site="lax") if c.same_site == "default" else c
+            for c in site_data.cookies
+        ),
+    )
+
+
 def test_site_data_survives_a_storage_state_round_trip_with_nothing_noted() -> None:
     exported = export_site_data(SITE_DATA, "storage-state")
     back = import_text(exported.data.decode(), None, NOW)
@@ -113,7 +128,7 @@ def test_site_data_survives_a_storage_state_round_trip_with_nothing_noted() -> N
         _without_extras(SITE_DATA),
         cookies=tuple(replace(c, extras={}) for c in SITE_DATA.cookies if c.name != "bytes"),
     )
-    assert back.site_data == expected
+    assert back.site_data == _defaults_as_lax(expected)
 
 
 def test_cookies_survive_a_cookies_txt_round_trip_less_what_the_format_cannot_say() -> None:
@@ -143,7 +158,7 @@ def test_a_normalised_import_exports_and_imports_again_unchanged(fixture: str, f
     second = import_text(exported.data.decode(), fmt, NOW)  # type: ignore[arg-type]
     assert second.report.notes == []
     if fmt == "storage-state":
-        assert second.site_data == first.site_data
+        assert second.site_data == _defaults_as_lax(first.site_data)
     else:
         dropped = {n.where for n in exported.report.dropped}
         carried = [
@@ -206,4 +221,39 @@ def test_a_second_import_of_an_export_changes_nothing(cookies: list[dict[str, ob
     exported = export_site_data(first.site_data, "storage-state")
     second = import_text(exported.data.decode(), "storage-state", NOW)
     assert second.report.notes == []
-    assert second.site_data == first.site_data
+    assert second.site_data == _defaults_as_lax(first.site_data)
+
+
+@pytest.mark.parametrize(
+    "given", [None, "", "strict", "LAX", "none", "None", "no_restriction", "unspecified", "x"]
+)
+def test_a_storage_state_export_gives_same_site_as_strict_lax_or_none_always(
+    given: str | None,
+) -> None:
+    """Playwright's storage state requires ``sameSite`` as exactly Strict, Lax or None
+    (its ``addCookies`` refuses others); whatever the browser or an import gave."""
+    cookie: dict[str, object] = {
+        "name": "s", "value": "dummy-s", "domain": "app.example.test", "path": "/",
+        "expires": F, "httpOnly": False, "secure": True,
+    }  # fmt: skip
+    if given is not None:
+        cookie["sameSite"] = given
+    imported = import_text(json.dumps({"cookies": [cookie]}), None, NOW)
+    browser_held = [
+        Cookie("b", "dummy-b", "app.example.test", same_site=s)  # type: ignore[arg-type]
+        for s in ("strict", "lax", "none", "default")
+    ]
+    data = replace(imported.site_data, cookies=(*imported.site_data.cookies, *browser_held))
+    exported = export_site_data(data, "storage-state")
+    written = [c.get("sameSite") for c in json.loads(exported.data)["cookies"]]
+    assert all(s in ("Strict", "Lax", "None") for s in written), written  # was: left out
+    assert written[1:] == ["Strict", "Lax", "Lax", "Lax"]  # an insecure None is no None
+    if imported.site_data.cookies[0].same_site == "default":
+        assert written[0] == "Lax"
+    defaulted = [n.where for n in exported.report.changed if n.rule == "same-site-default"]
+    unsaid = [
+        f"cookies[{i}]"
+        for i, c in enumerate(data.cookies)
+        if c.same_site == "default" or (c.same_site == "none" and not c.secure)
+    ]
+    assert defaulted == unsaid  # each one the export made Lax is named

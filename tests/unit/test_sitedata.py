@@ -540,3 +540,19 @@ def test_an_origin_whose_databases_could_not_be_read_keeps_its_last_ones() -> No
     )
     assert snapshot.origins == {A: OriginStorage({"k": "new"}, (DB,))}
     assert skipped == [Skipped(A, "IndexedDB could not be read: timed out")]
+
+
+def test_an_ipv6_host_is_one_host_in_the_view_and_forget_however_it_is_spelled() -> None:
+    """Both browsers' jars spell an IPv6 cookie's domain ``[::1]``; an origin's host is
+    ``::1``: one host, named so, found and forgotten by any spelling (issue #26)."""
+    held = SiteData(
+        cookies=(Cookie("v6", "dummy-v6", "[::1]"),),
+        origins={"http://[::1]:8080": OriginStorage({"k": "dummy-k"})},
+    )
+    assert [r.site for r in host_rows(held, [])] == ["::1"]
+    for spelled in ("::1", "[::1]", "0:0:0:0:0:0:0:1"):
+        view = host_view(held, spelled)
+        assert [c["name"] for c in view["cookies"]] == ["v6"]
+        assert view["local_storage"] == {"http://[::1]:8080": {"k": "dummy-k"}}
+        forgotten = forget_host(held, spelled)
+        assert forgotten.cookies == () and forgotten.origins == {}

@@ -41,6 +41,7 @@ from sitekeep.cookies import (
     cookie_host,
     cookie_key,
     cookie_label,
+    cookie_origin,
     is_unexpired,
     needs_header,
     set_by_response,
@@ -48,7 +49,7 @@ from sitekeep.cookies import (
     to_set_cookie,
 )
 from sitekeep.errors import BidiError, BrowserUnavailable
-from sitekeep.history import host_of, origin_of
+from sitekeep.history import host_of, normal_host, origin_of
 from sitekeep.model import BrowserKind, Cookie, SiteData, Skipped, TabStorage
 from sitekeep.sites import group_by_site
 
@@ -162,7 +163,7 @@ class _Restore:
             return
         for cookie in headed:  # a spare page of its own where no storage page can set it
             if not any(set_by_response(cookie, o) for o in self.payloads):
-                self.payloads.setdefault(_cookie_origin(cookie), {})
+                self.payloads.setdefault(cookie_origin(cookie), {})  # a spare page: no connection
         carried = _carriers(self.cookies, list(self.payloads), kind)
         riding = {id(c) for cs in carried.values() for c in cs}
         await _set_cookies(self.browser, [c for c in self.cookies if id(c) not in riding])
@@ -365,12 +366,6 @@ def _payloads(snapshot: SiteData) -> Payloads:
     return payloads
 
 
-def _cookie_origin(cookie: Cookie) -> str:
-    """An origin whose response may set ``cookie`` as it is: its host, https for a
-    ``Secure`` one (the spare page stands there without connecting)."""
-    return f"{'https' if cookie.secure else 'http'}://{cookie_host(cookie)}"
-
-
 def _unwritable(cookie: Cookie, kind: str) -> str:
     return (
         f"{cookie_label(*cookie_key(cookie))} not restored: {kind} cannot store its name or value "
@@ -469,7 +464,7 @@ async def _check_cookies(
     # name (Firefox reads some names from headers byte by byte): it goes too.
     meant = {cookie_key(c) for c in cookies}
     hosts = {cookie_host(c) for c in cookies}
-    strays = [k for k in stored if k not in meant and k[1].lstrip(".").lower() in hosts]
+    strays = [k for k in stored if k not in meant and normal_host(k[1].lstrip(".")) in hosts]
     await _remove(browser, strays, report, "the browser stored a cookie under another name")
 
 

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from sitekeep.cookies import is_ip, jar_host
 from sitekeep.model import SameSite
 
 __all__ = ["SameSiteLog", "parse_set_cookie"]
@@ -48,18 +49,21 @@ def _default_path(url_path: str) -> str:
 def parse_set_cookie(header: str, url: str) -> tuple[CookieKey, SameSite] | None:
     """The cookie a ``Set-Cookie`` header value sets from a response of ``url``, and its
     SameSite (``default`` when the header gives none or an unknown value), or None when
-    the header sets nothing this log can name (RFC 6265bis §5.6)."""
+    the header sets nothing this log can name (RFC 6265bis §5.6). The domain is spelled
+    as the jar spells it (:func:`~sitekeep.cookies.jar_host`: ``[::1]``); on an IP
+    address a ``Domain`` attribute makes no domain cookie (§5.7: host-only, or none)."""
     first, *attributes = header.split(";")
     name, sep, _ = first.partition("=")
     if not sep:
         return None
     parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
+    host = jar_host(parts.hostname or "")
     domain, path, same_site = host, _default_path(parts.path), "default"
+    on_ip = is_ip(host)
     for attribute in attributes:
         key, _, value = attribute.partition("=")
         key, value = key.strip().lower(), value.strip()
-        if key == "domain" and value:
+        if key == "domain" and value and not on_ip:
             domain = "." + value.lstrip(".").lower()
         elif key == "path" and value.startswith("/"):
             path = value

@@ -6,7 +6,8 @@ cookie a line, seven tab-separated fields::
     domain  include-subdomains  path  secure  expiry  name  value
 
 ``include-subdomains`` and ``secure`` are ``TRUE``/``FALSE``; ``expiry`` is whole seconds
-since the epoch, ``0`` for a session cookie. A line starting ``#HttpOnly_`` is an
+since the epoch, ``0`` — or an empty field, as Python's ``MozillaCookieJar`` and curl read
+it — for a session cookie. A line starting ``#HttpOnly_`` is an
 httpOnly cookie (curl's convention); other ``#`` lines and blank lines are comments. The
 format has no SameSite, no partition key and no Web Storage: writing one says what it
 could not carry. A line that cannot be read is dropped with a note giving its number —
@@ -56,7 +57,7 @@ def _line(text: str, number: int, report: Report) -> RawCookie | None:
     if subdomains.upper() not in _BOOL or secure.upper() not in _BOOL:
         _malformed(report, where, "include-subdomains and secure must be TRUE or FALSE")
         return None
-    written = _NUMBER.fullmatch(expiry.strip())
+    written = _NUMBER.fullmatch(expiry.strip() or "0")  # empty: a session cookie
     if written is None:
         _malformed(report, where, "the expiry is not a number")
         return None

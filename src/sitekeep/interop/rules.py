@@ -12,7 +12,11 @@ The rules, in the order they apply (section numbers of draft-ietf-httpbis-rfc626
 
 * name and value: empty name and value, a control character, more than 4096 bytes, or an
   empty name whose value starts with a prefix → dropped (§5.7 steps 2, 3, 4, 22).
-* domain: lowercased, a trailing dot removed, IDNs as A-labels (§5.1.2); a domain cookie
+* domain: lowercased, a trailing dot removed, IDNs as A-labels, an IPv6 address in the
+  one spelling both browsers' jars hold — in brackets, compressed, lowercase (the URL
+  Standard's IPv6 serializer, by ``ipaddress``), so ``[::1]``, ``::1`` and
+  ``0:0:0:0:0:0:0:1`` are one host, ``[::1]``; Chromium's ``storage.setCookie`` refuses
+  a bare ``::1`` (measured, Chromium 156) (§5.1.2); a domain cookie
   on an IP address or on a public suffix is host-only (§5.1.3, §5.7 step 9); a domain
   that is no host name → dropped. The same host rule (:func:`canonical_host`) holds every
   other host an import reads: an origin of Web Storage (:func:`canonical_origin`) and a
@@ -48,7 +52,7 @@ from urllib.parse import urlsplit
 
 from publicsuffixlist import PublicSuffixList
 
-from sitekeep.cookies import MAX_AGE
+from sitekeep.cookies import MAX_AGE, is_ip
 from sitekeep.history import origin_of
 from sitekeep.interop.report import Report
 from sitekeep.model import Cookie, SameSite
@@ -175,22 +179,26 @@ def _check_name_value(run: _Run) -> None:
         )
 
 
-def _is_ip(host: str) -> bool:
+def _ipv6(host: str) -> str | None:
+    """``host`` as an IPv6 address in the jar's one spelling (in brackets, compressed,
+    lowercase: ``0:0::1`` → ``[::1]``), or None when it is none (brackets unbalanced, or
+    around anything else)."""
+    inner = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     try:
-        ipaddress.ip_address(host.strip("[]"))
+        return f"[{ipaddress.IPv6Address(inner).compressed}]"
     except ValueError:
-        return False
-    return True
+        return None
 
 
 _HOST_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789.-_:[]")
 
 
 def canonical_host(host: str) -> tuple[str | None, list[tuple[str, str]]]:
-    """``host`` as a browser holds it (§5.1.2): lowercase, no trailing dot, A-labels —
-    or None when it is no host name (a space, ``%``, ``<``, ``..``, a colon outside an
-    IPv6 address…); and each change made, as ``(rule, reason)``. The one rule for every
-    host an import reads: a cookie's domain, an origin, a partition key's site."""
+    """``host`` as a browser holds it (§5.1.2): lowercase, no trailing dot, A-labels, an
+    IPv6 address as ``[::1]`` — or None when it is no host name (a space, ``%``, ``<``,
+    ``..``, a colon outside an IPv6 address…); and each change made, as
+    ``(rule, reason)``. The one rule for every host an import reads: a cookie's domain,
+    an origin, a partition key's site."""
     changes: list[tuple[str, str]] = []
     if host != host.lower():
         changes.append(("domain-case", f"domain lowercased ({_RFC} §5.1.2)"))
@@ -205,8 +213,18 @@ def canonical_host(host: str) -> tuple[str | None, list[tuple[str, str]]]:
             return None, changes
         changes.append(("domain-idna", f"domain written as IDNA A-labels ({_RFC} §5.1.2)"))
     bad = set(host) - _HOST_CHARACTERS
-    if not host or bad or ".." in host or (":" in host and not _is_ip(host)):
+    if not host or bad or ".." in host:
         return None, changes
+    if set(host) & set("[]:"):
+        address = _ipv6(host)
+        if address is None:
+            return None, changes
+        if address != host:
+            changes.append(
+                ("domain-ipv6", "an IPv6 address written as a browser's jar spells it: in "
+                 "brackets, compressed (URL Standard §IPv6 serializer)")
+            )  # fmt: skip
+        host = address
     return host, changes
 
 
@@ -219,10 +237,9 @@ def canonical_origin(written: str) -> str | None:
         return None
     parts = urlsplit(origin)
     bracketed = parts.netloc.startswith("[")
-    host, _ = canonical_host(parts.hostname or "")
+    host, _ = canonical_host(f"[{parts.hostname}]" if bracketed else parts.hostname or "")
     if host is None:
         return None
-    host = f"[{host}]" if bracketed else host
     port = parts.netloc.rpartition(":")[2] if parts.port is not None else ""
     return f"{parts.scheme}://{host}{':' + port if port else ''}"
 
@@ -250,7 +267,7 @@ def _domain(run: _Run) -> str:
             "the host-only flag disagrees with the leading dot; the flag wins "
             f"({'a domain' if domain_cookie else 'a host-only'} cookie)",
         )
-    if domain_cookie and _is_ip(host):
+    if domain_cookie and is_ip(host):
         run.changed(
             "domain-ip",
             f"an IP address has no subdomains: read as host-only ({_RFC} §5.1.3)",

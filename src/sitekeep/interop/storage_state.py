@@ -8,9 +8,11 @@ the wire ``TypedDict``s, and nowhere else)::
      "origins": [{"origin", "localStorage": [{"name", "value"}]}],
      "sitekeep": {"sessionStorage": {"origin", "items": [{"name", "value"}]}, "about"}}
 
-``expires`` is seconds since the epoch, ``-1`` for a session cookie. A cookie whose
-SameSite is the browser's default is written without ``sameSite`` (Playwright reads an
-absent one as the browser's default, so nothing is made up). sessionStorage, which
+``expires`` is seconds since the epoch, ``-1`` for a session cookie. ``sameSite`` is
+always exactly ``Strict``, ``Lax`` or ``None`` — Playwright's type, which its
+``addCookies`` requires: a cookie whose SameSite is the browser's default (or a ``None``
+that is not ``Secure``, which no browser holds) is written ``Lax``, as Chromium applies an
+unspecified one and as Playwright itself writes it, never wider — and noted. sessionStorage, which
 storage state does not have, rides in the ``sitekeep`` extension field, which says so in
 its ``about``; Playwright ignores fields it does not know.
 
@@ -60,7 +62,7 @@ class StorageStateCookie(TypedDict):
     expires: float
     httpOnly: bool
     secure: bool
-    sameSite: NotRequired[str]
+    sameSite: str
     partitionKey: NotRequired[str]
     _crHasCrossSiteAncestor: NotRequired[bool]
 
@@ -274,8 +276,17 @@ def read_storage_state(data: Any, report: Report) -> tuple[list[RawCookie], WebS
 # -- writing -------------------------------------------------------------------------------
 
 
+def same_site_out(cookie: Cookie) -> tuple[str, bool]:
+    """The ``sameSite`` storage state gives ``cookie`` — ``Strict``, ``Lax`` or ``None``,
+    whatever case the model holds — and whether it is the default made ``Lax``."""
+    spelled = _SAME_SITE_OUT.get(str(cookie.same_site).lower())
+    if spelled is None or (spelled == "None" and not cookie.secure):
+        return "Lax", True
+    return spelled, False
+
+
 def cookie_to_json(cookie: Cookie) -> StorageStateCookie:
-    """A model cookie in storage state's shape (the SameSite default left out)."""
+    """A model cookie in storage state's shape (:func:`same_site_out`)."""
     out: StorageStateCookie = {
         "name": cookie.name,
         "value": cookie.value,
@@ -284,9 +295,8 @@ def cookie_to_json(cookie: Cookie) -> StorageStateCookie:
         "expires": -1 if cookie.expiry is None else cookie.expiry,
         "httpOnly": cookie.http_only,
         "secure": cookie.secure,
+        "sameSite": same_site_out(cookie)[0],
     }
-    if cookie.same_site in _SAME_SITE_OUT:
-        out["sameSite"] = _SAME_SITE_OUT[cookie.same_site]
     if cookie.partition_key:
         out["partitionKey"] = str(cookie.partition_key.get("topLevelSite", ""))
         out["_crHasCrossSiteAncestor"] = bool(
@@ -297,7 +307,8 @@ def cookie_to_json(cookie: Cookie) -> StorageStateCookie:
 
 def cookies_to_json(cookies: Sequence[Cookie], report: Report) -> list[StorageStateCookie]:
     """The cookies storage state can hold as text; a cookie whose value is raw bytes
-    (BiDi ``base64``) is dropped with a note."""
+    (BiDi ``base64``) is dropped with a note, one whose SameSite is made ``Lax``
+    (:func:`same_site_out`) is noted."""
     out: list[StorageStateCookie] = []
     for i, cookie in enumerate(cookies):
         if cookie.extras.get("bidi:valueType") == "base64":
@@ -310,6 +321,16 @@ def cookies_to_json(cookies: Sequence[Cookie], report: Report) -> list[StorageSt
                 "its value is raw bytes, which storage state cannot hold as text",
             )
             continue
+        if same_site_out(cookie)[1]:
+            report.note(
+                f"cookies[{i}]",
+                cookie.name,
+                cookie.domain,
+                "changed",
+                "same-site-default",
+                "the browser's default SameSite written as Lax: storage state has no "
+                "default (Playwright requires Strict, Lax or None), and Lax is never wider",
+            )
         out.append(cookie_to_json(cookie))
     return out
 
