@@ -55,6 +55,8 @@ __all__ = [
     "OPERATIONS",
     "Args",
     "AssertTextArgs",
+    "AutosaveArgs",
+    "AutosaveReason",
     "CaptureBody",
     "CheckBody",
     "CheckProbe",
@@ -285,6 +287,12 @@ class OpenBody(SessionChoice):
         description="true: run under the User-Agent the site data was saved under (for "
         "sites that bind a sign-in to it); kept for this session.",
     )
+    autosave: MaybeFlag = Field(
+        default=None,
+        description="false: never save by itself (when the browser closes, at each "
+        "checkpoint); true (a new session's default) turns it back on; kept for this "
+        "session. An insecure browser never saves by itself.",
+    )
 
 
 class NavigateBody(NavigateArgs):
@@ -346,6 +354,15 @@ class CheckBody(Args):
         description="Found: the site is signed out. Without it, signed_in missing means "
         "signed out.",
     )
+
+
+AutosaveReason = Literal["close", "reaper", "stop", "shutdown", "checkpoint"]
+
+
+class AutosaveArgs(Args):
+    """An automatic save (SPEC §18), as its journal begin keeps it: why it ran."""
+
+    reason: Annotated[AutosaveReason, Kept.NAME]
 
 
 # -- profiles (SPEC §9) ------------------------------------------------------------------
@@ -414,6 +431,7 @@ JOURNALED: dict[str, type[Args]] = {
     **OPERATIONS,
     "save_site_data": SaveBody,
     "open_session": OpenBody,
+    "autosave": AutosaveArgs,
 }
 """The operations whose journaled arguments are a model's fields (``journal.redact``)."""
 

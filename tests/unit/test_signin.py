@@ -217,9 +217,7 @@ def test_the_guard_carries_the_mask_of_the_kept_data() -> None:
         SiteData(origins={f"http://{APP}": OriginStorage({"echo": typed})}),
         app_example_test="signed_in",
     )
-    before = SiteData(
-        origins=before.origins, sign_in=before.sign_in, mask=carried([typed], before)
-    )
+    before = SiteData(origins=before.origins, sign_in=before.sign_in, mask=carried([typed], before))
     kept, _ = guard(before, signed(SiteData(), app_example_test="signed_out"))
     assert kept.mask == (typed,)
     SITE_DATA_JSON.validate_python(SITE_DATA_JSON.dump_python(kept))  # stores as it is

@@ -19,7 +19,17 @@ from fastapi import FastAPI
 from mcp.server.mcpserver import MCPServer
 
 from sitekeep import __version__
-from sitekeep.api import admin, live, ops, profiles, proxies, secrets, sessions, webdriver
+from sitekeep.api import (
+    admin,
+    checks,
+    live,
+    ops,
+    profiles,
+    proxies,
+    secrets,
+    sessions,
+    webdriver,
+)
 from sitekeep.api.body import BodyGuard
 from sitekeep.api.deps import get_admin, get_principal
 from sitekeep.api.errors import install_error_handlers
@@ -84,6 +94,8 @@ def create_app(settings: Settings | None = None, *, settle_heap: bool = False) -
     for router in (
         profiles.router,
         profiles.sessions_router,
+        checks.sessions_router,
+        checks.profiles_router,
         proxies.router,
         live.router,
         webdriver.router,

@@ -62,7 +62,7 @@ _WHY = {
 
 _DRIVING = ("/v1/sessions", "/v1/live-sessions")
 """Paths whose POSTs may start, reopen or navigate a browser (a profile's ``/capture``
-reads a session's browser too)."""
+reads a session's browser too, and its ``/check`` starts a throwaway one)."""
 
 
 _OWNERS_ONLY = ("/storage-state", "/webdriver", "/site-data/{site}")
@@ -92,7 +92,7 @@ def statuses_of(
     if has_body:
         statuses.add(413)
     drives = method == "POST" and (
-        route.path_format.startswith(_DRIVING) or route.path_format.endswith("/capture")
+        route.path_format.startswith(_DRIVING) or route.path_format.endswith(("/capture", "/check"))
     )
     owners = route.path_format.startswith("/v1/sessions/{key}/") and route.path_format.endswith(
         _OWNERS_ONLY

@@ -20,6 +20,8 @@ Rooms, each a module taking the service's :class:`~sitekeep.service.parts.Parts`
     handover    WebDriver handovers                                         SPEC §21
     reaper      warm-up, the reaper, sitekeep stop, /metrics                SPEC §2, §13
     keys        the master key ring, rotation                               SPEC §12
+    checks      per-site sign-in checks of sessions and profiles, run now   SPEC §18
+    autosave    automatic saves: close, reaper, stop, shutdown, checkpoints SPEC §18
 
 Results are plain JSON-able dicts in the shapes of SPEC §5; none holds a value except the
 owner's per-host view (``Views.site_data_host``).
@@ -37,6 +39,7 @@ from sitekeep.config import Settings
 from sitekeep.journal import Journal
 from sitekeep.service.admin import Admin
 from sitekeep.service.catalogue import Catalogue
+from sitekeep.service.checks import Checks
 from sitekeep.service.flows import Flows
 from sitekeep.service.gates import require_admin
 from sitekeep.service.handover import Handovers
@@ -60,7 +63,7 @@ class Service:
 
     Attributes:
         sessions, flows, views, profiles, interop, catalogue, admin, sign_ins, live,
-        handovers, reaper, keys: the rooms (see the module's docstring).
+        handovers, reaper, keys, checks: the rooms (see the module's docstring).
         parts: what they work with (the stores, the seam, the settings, the clock…).
     """
 
@@ -78,6 +81,7 @@ class Service:
         self.handovers = Handovers(parts)
         self.reaper = Reaper(parts)
         self.keys = Keys(parts)
+        self.checks = Checks(parts)
 
     @classmethod
     def from_settings(
@@ -99,7 +103,10 @@ class Service:
         return cls(Parts.wire(settings, stores, cipher, browsers, clock, journal))
 
     async def aclose(self) -> None:
-        """Close sockets and store connections; browsers live on (SPEC §2)."""
+        """Save each session this process drives a browser of (SPEC §18: an automatic
+        save at shutdown), then close sockets and store connections; browsers live on
+        (SPEC §2)."""
+        await self.parts.autosaves.shutdown()
         await self.parts.browsers.aclose()
         await self.handovers.aclose()
         await self.parts.stores.aclose()
