@@ -226,9 +226,11 @@ class _SessionCalls(Generic[R]):
         endpoints sitekeep serves that reach this browser only, until ``expires_at``."""
         return self._call("GET", self._path("/webdriver"))
 
-    def close_browser(self) -> R:
-        """``DELETE …/browser``: close the browser; record, history and snapshot stay."""
-        return self._call("DELETE", self._path("/browser"))
+    def close_browser(self, *, autosave: bool | None = None) -> R:
+        """``DELETE …/browser``: close the browser; record, history and snapshot stay.
+        It saves by itself first; ``autosave=False``: this close does not."""
+        tail = "/browser" if autosave is None else f"/browser?autosave={str(autosave).lower()}"
+        return self._call("DELETE", self._path(tail))
 
     def delete(self) -> R:
         """``DELETE /v1/sessions/{key}``: the session and everything keyed to it."""

@@ -475,10 +475,8 @@ class BrowserManager:
         await self._end_leftovers(every=True)
 
     def holds(self, ref: BrowserRef) -> bool:
-        """Whether this process holds an open socket to the browser ``ref`` names (no
-        round trip: a browser another process drives, or one closed, is not held)."""
-        live = self._live.get(ref.generation)
-        return live is not None and not live.conn.closed
+        """Whether this process holds an open socket to ``ref``'s browser (no round trip)."""
+        return (live := self._live.get(ref.generation)) is not None and not live.conn.closed
 
     async def close_all(self) -> None:
         """End every browser this process has reached (tests, an operator's shutdown)."""

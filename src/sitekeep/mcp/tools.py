@@ -222,12 +222,18 @@ async def list_profiles(ctx: Ctx) -> JSON:
     "Close this session's browser. The session, its history and its saved site data "
     "stay: open_session brings it back. The session saves by itself first (unless "
     "opened with autosave=false), keeping the last save's data of a site that was "
-    "signed in and is not now (named in autosave.guarded). Returns {key, closed, "
-    "autosave?}.",
+    "signed in and is not now (named in autosave.guarded); autosave=false closes "
+    "without it. Returns {key, closed, autosave?}.",
 )
-async def close_session(ctx: Ctx, key: Key = None) -> JSON:
+async def close_session(
+    ctx: Ctx,
+    key: Key = None,
+    autosave: Annotated[
+        bool, Field(description="false: close without the automatic save (this close only).")
+    ] = True,
+) -> JSON:
     found, who = backing(ctx)
-    return await found.service.sessions.close(who, found.session_of(ctx, key))
+    return await found.service.sessions.close(who, found.session_of(ctx, key), autosave=autosave)
 
 
 @_tool(

@@ -11,6 +11,8 @@ Rooms, each a module::
     records     session records, snapshots, masks (sealed), revisions, the lock
     browsers    new browser under the caps, attach, release, proxy, restore
     saving      reads of the browser's site data; the save that keeps them
+    signins     sign-in state from a live browser: its landing, checks in background tabs
+    autosaving  an automatic save, guarded against trading a sign-in for a sign-out
     operations  what each agent operation does in a live browser (HANDLERS)
     context     the operation context; each session's journal as this process knows it
     session     one call's working state: Session (takes the rooms, not the Seam)
@@ -36,6 +38,7 @@ from sitekeep.model import Principal
 from sitekeep.policy import check_key
 from sitekeep.profiles import GatedProfiles
 from sitekeep.proxies import Proxies
+from sitekeep.seam.autosaving import autosaves
 from sitekeep.seam.browsers import Browsers
 from sitekeep.seam.context import run_operation
 from sitekeep.seam.journaling import CallJournal, Tracks
@@ -130,7 +133,7 @@ class Seam:
         ``key_field`` is the caller's argument that named the session; ``held``: the
         caller holds the session's lock already (``Records.held``: the reaper); ``use``:
         the call is a use of the session's browser (an agent's), told to :attr:`on_use`
-        once it returns with a live browser recorded.
+        once it returns with a live browser recorded that saves by itself.
 
         Raises:
             InvalidInput: a malformed key (field ``key_field``).
@@ -142,7 +145,7 @@ class Seam:
         else:
             async with self.records.held(who.tenant, key):
                 session, result = await self._run(who, key, body, inspect, key_field)
-        if use and self.on_use is not None and session.record and session.record.browser:
+        if use and self.on_use is not None and autosaves(session):
             self.on_use(who, key)
         return result
 

@@ -163,13 +163,6 @@ class Sessions:
         # Forgetting the site data forgets the browser that holds it too: a clean one.
         rerouted = plan.route is not None and plan.route.name != record.proxy
         clean = plan.clean or not options.restore_site_data or rerouted
-        if options.restore_site_data and _replaced(record, to, options.insecure, clean):
-            # The browser that goes saves by itself first (SPEC §18), so the new one
-            # gets what it held.
-            saved = await save_or_report(s, "close")
-            if saved is not None:
-                result["autosave"] = saved
-                record = s.require()
         live = await self._reusable(record, to, options.insecure, clean)
         record = _as_asked(record, to, plan)
         if live is None:
@@ -349,12 +342,12 @@ class Sessions:
 
     # -- the end ----------------------------------------------------------------------
 
-    async def close(self, who: Principal, key: str) -> dict[str, Any]:
+    async def close(self, who: Principal, key: str, *, autosave: bool = True) -> dict[str, Any]:
         """Close the session's browser; the record, history and snapshot stay. First the
-        session saves by itself (SPEC §18: unless ``autosave`` is off or the browser is
-        insecure), guarded: a site signed in at the last save and not now keeps that
-        save's data. A save the browser could not answer is reported and the browser
-        closes; ``sign_in`` is then what a reopen restores.
+        session saves by itself (SPEC §18: unless ``autosave`` — this call's or the
+        session's — is off, or the browser is insecure), guarded: a site signed in at the
+        last save and not now keeps that save's data. A save the browser could not answer
+        is reported and the browser closes; ``sign_in`` is then what a reopen restores.
 
         Returns:
             ``{key, closed, autosave?}``: whether a browser was recorded for it, and the
@@ -367,7 +360,7 @@ class Sessions:
 
         async def body(s: Session) -> dict[str, Any]:
             s.require()
-            saved = await save_or_report(s, "close")
+            saved = await save_or_report(s, "close") if autosave else None
             record, s.browser = s.require(), None  # it goes: nothing looks at it again
 
             async def work() -> Done:
@@ -416,12 +409,6 @@ def _kind(browser: str | None) -> BrowserKind | None:
         if browser == kind:
             return kind
     raise InvalidInput(f"browser must be one of {', '.join(_KINDS)}", field="browser")
-
-
-def _replaced(record: SessionRecord, kind: BrowserKind, insecure: bool, clean: bool) -> bool:
-    """Whether an open replaces the session's recorded browser (``Sessions._reusable``)."""
-    ref = record.browser
-    return ref is not None and (clean or ref.kind != kind or ref.insecure != insecure)
 
 
 def _as_asked(record: SessionRecord, kind: BrowserKind, plan: _Plan) -> SessionRecord:
