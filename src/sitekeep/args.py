@@ -56,7 +56,11 @@ __all__ = [
     "VERSION_PATTERN",
     "Args",
     "AssertTextArgs",
+    "AutosaveArgs",
+    "AutosaveReason",
     "CaptureBody",
+    "CheckBody",
+    "CheckProbe",
     "ClickArgs",
     "CreateBody",
     "FlowBody",
@@ -287,6 +291,12 @@ class OpenBody(SessionChoice):
         description="true: run under the User-Agent the site data was saved under (for "
         "sites that bind a sign-in to it); kept for this session.",
     )
+    autosave: MaybeFlag = Field(
+        default=None,
+        description="false: never save by itself (when the browser closes, at each "
+        "checkpoint); true (a new session's default) turns it back on; kept for this "
+        "session. An insecure browser never saves by itself.",
+    )
 
 
 class NavigateBody(NavigateArgs):
@@ -310,6 +320,53 @@ class FlowBody(Args):
 
     steps: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_STEPS)
     on_error: OnError = "stop"
+
+
+# -- sign-in state (SPEC §18) ------------------------------------------------------------
+
+
+class CheckProbe(Args):
+    """What shows a sign-in state on a check's page: exactly one of a CSS ``selector``
+    that matches or a ``text`` the page shows."""
+
+    selector: MaybeName = Field(
+        default=None, max_length=MAX_SELECTOR, description="A CSS selector that matches."
+    )
+    text: MaybeText = Field(
+        default=None, max_length=MAX_TEXT, description="Text the page shows (instead)."
+    )
+
+    @model_validator(mode="after")
+    def _one_probe(self) -> CheckProbe:
+        if (self.selector is None) == (self.text is None):
+            raise ValueError("give exactly one of selector or text")
+        if self.selector is not None and not self.selector.strip():
+            raise ValueError("a selector is not empty")
+        if self.text is not None and not self.text.strip():
+            raise ValueError("a text is not empty")
+        return self
+
+
+class CheckBody(Args):
+    """``PUT …/checks/{host}``: a page of the host to load in a background tab, what it
+    shows when signed in, and (optionally) when signed out (SPEC §18)."""
+
+    url: URL = Field(max_length=MAX_URL, description="An http(s) URL on the check's host.")
+    signed_in: CheckProbe = Field(description="Found: the site is signed in.")
+    signed_out: CheckProbe | None = Field(
+        default=None,
+        description="Found: the site is signed out. Without it, signed_in missing means "
+        "signed out.",
+    )
+
+
+AutosaveReason = Literal["close", "reaper", "stop", "shutdown", "checkpoint"]
+
+
+class AutosaveArgs(Args):
+    """An automatic save (SPEC §18), as its journal begin keeps it: why it ran."""
+
+    reason: Annotated[AutosaveReason, Kept.NAME]
 
 
 # -- profiles (SPEC §9) ------------------------------------------------------------------
@@ -392,6 +449,7 @@ JOURNALED: dict[str, type[Args]] = {
     "save_site_data": SaveBody,
     "open_session": OpenBody,
     "restore_site_data_version": VersionChoice,
+    "autosave": AutosaveArgs,
 }
 """The operations whose journaled arguments are a model's fields (``journal.redact``)."""
 

@@ -118,6 +118,7 @@ class _SessionCalls(_VersionCalls[R]):
         insecure: bool | None = None,
         country: str | None = None,
         keep_user_agent: bool | None = None,
+        autosave: bool | None = None,
     ) -> R:
         """``POST /v1/sessions``: open (or return to) the session's browser; a handle
         made without a key takes the key the server chose. Returns ``{key, url, title,
@@ -132,6 +133,7 @@ class _SessionCalls(_VersionCalls[R]):
             insecure=insecure,
             country=country,
             keep_user_agent=keep_user_agent,
+            autosave=autosave,
         )
         return self._call("POST", "/v1/sessions", body, self._adopt)
 
@@ -221,15 +223,43 @@ class _SessionCalls(_VersionCalls[R]):
         tail = "/site-data" if site is None else f"/site-data/{quote(site, safe='')}"
         return self._call("GET", self._path(tail))
 
+    def checks(self, host: str | None = None) -> R:
+        """``GET …/checks`` (every sign-in check, by host) or ``…/checks/{host}``."""
+        tail = "/checks" if host is None else f"/checks/{quote(host, safe='')}"
+        return self._call("GET", self._path(tail))
+
+    def set_check(
+        self,
+        host: str,
+        *,
+        url: str,
+        signed_in: Mapping[str, str],
+        signed_out: Mapping[str, str] | None = None,
+    ) -> R:
+        """``PUT …/checks/{host}``: define the sign-in check of ``host`` — ``url`` on that
+        host, ``signed_in`` / ``signed_out`` each ``{"selector": …}`` or ``{"text": …}``."""
+        body = _body(url=url, signed_in=dict(signed_in), signed_out=signed_out)
+        return self._call("PUT", self._path(f"/checks/{quote(host, safe='')}"), body)
+
+    def delete_check(self, host: str) -> R:
+        """``DELETE …/checks/{host}``: remove the sign-in check of ``host``."""
+        return self._call("DELETE", self._path(f"/checks/{quote(host, safe='')}"))
+
+    def check(self) -> R:
+        """``POST …/check``: judge every site's sign-in state now: ``{key, sign_in}``."""
+        return self._call("POST", self._path("/check"))
+
     def webdriver(self) -> R:
         """``GET …/webdriver``: hand the live browser over (admin or owner; SPEC §21) —
         ``{key, browser, webdriver_url, session_id, bidi_url, context, expires_at}``,
         endpoints sitekeep serves that reach this browser only, until ``expires_at``."""
         return self._call("GET", self._path("/webdriver"))
 
-    def close_browser(self) -> R:
-        """``DELETE …/browser``: close the browser; record, history and snapshot stay."""
-        return self._call("DELETE", self._path("/browser"))
+    def close_browser(self, *, autosave: bool | None = None) -> R:
+        """``DELETE …/browser``: close the browser; record, history and snapshot stay.
+        It saves by itself first; ``autosave=False``: this close does not."""
+        tail = "/browser" if autosave is None else f"/browser?autosave={str(autosave).lower()}"
+        return self._call("DELETE", self._path(tail))
 
     def delete(self) -> R:
         """``DELETE /v1/sessions/{key}``: the session and everything keyed to it."""

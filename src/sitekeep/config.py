@@ -109,6 +109,10 @@ class Settings(BaseSettings):
     """The reaper closes a session's browser unused this long (its session stays)."""
     reap_interval: float = Field(default=60.0, gt=0)
     """Seconds between two passes of each replica's reaper."""
+    checkpoint: float = Field(default=300.0, ge=0, allow_inf_nan=False)
+    """Seconds between two automatic saves of a session in use (SPEC §18): a session an
+    agent used saves by itself this long after, once per interval; 0 turns checkpoints
+    off (the saves as its browser closes stay)."""
     lock_ttl: float = Field(default=30.0, gt=0)
     """Seconds a Redis session lock outlives its holder's last renewal."""
     lock_wait: float = Field(default=120.0, ge=0)

@@ -27,6 +27,10 @@ __all__ = [
     "SameSite",
     "SessionRecord",
     "SessionStorage",
+    "SignIn",
+    "SignInCheck",
+    "SignInProbe",
+    "SignInState",
     "SiteData",
     "Skipped",
     "TabStorage",
@@ -38,6 +42,7 @@ __all__ = [
 ]
 
 SameSite = Literal["strict", "lax", "none", "default"]
+SignInState = Literal["signed_in", "signed_out", "unknown"]
 BrowserKind = Literal["chromium", "firefox"]
 Role = Literal["admin", "member"]
 
@@ -109,6 +114,44 @@ class TabStorage:
 
 
 @dataclass(frozen=True, slots=True)
+class SignIn:
+    """Whether one site is signed in, the evidence, and when it was known (SPEC §18;
+    ``sitekeep.signin`` judges it).
+
+    ``evidence`` holds facts, never a value: its ``source`` (``heuristic`` or ``check``),
+    cookie *names*, a page's path, an HTTP status, which marker a check found.
+    """
+
+    state: SignInState
+    evidence: Mapping[str, Any]
+    at: float
+
+    def as_json(self) -> dict[str, Any]:
+        """``{state, evidence, at}``."""
+        return {"state": self.state, "evidence": dict(self.evidence), "at": self.at}
+
+
+@dataclass(frozen=True, slots=True)
+class SignInProbe:
+    """What shows a sign-in state on a check's page: a CSS ``selector`` that matches, or
+    a ``text`` the page shows — exactly one of them."""
+
+    selector: str | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SignInCheck:
+    """A per-site check (SPEC §18): load ``url`` in a background tab; ``signed_in``
+    found means signed in, ``signed_out`` found (or, without one, ``signed_in`` missing)
+    means signed out."""
+
+    url: str
+    signed_in: SignInProbe
+    signed_out: SignInProbe | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SiteData:
     """The snapshot: cookies + localStorage per origin + the main tab's sessionStorage
     (SPEC §1), and each other tab's sessionStorage in ``tabs`` (absent from snapshots
@@ -126,6 +169,10 @@ class SiteData:
     in one whose data that session was opened from) a stretch of which this data holds:
     every view and export of the data, and every session opened from it, masks them
     (``masking``; issue #24). Sealed with the data, never exported nor shown."""
+    sign_in: Mapping[str, SignIn] = field(default_factory=dict)
+    """Each host's sign-in state when this data was saved (SPEC §18): what a restore of
+    it brings back, and what an automatic save's sign-out guard compares with (empty in
+    snapshots saved before it was kept)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +278,14 @@ class SessionRecord:
     secrets typed here, as they were when typed, and the ``SiteData.mask`` of every
     snapshot or profile restored into its browsers — sealed for ``(tenant, "mask", key)``
     and base64-encoded (``Records.mask_values``); None when there are none."""
+    autosave: bool = True
+    """The session saves by itself when its browser closes and at each checkpoint
+    (``open_session(autosave=…)``, SPEC §18); an insecure browser never does."""
+    sign_in: Mapping[str, SignIn] = field(default_factory=dict)
+    """Each site's sign-in state as last known (SPEC §18): of the live browser while one
+    is live (judged by each save and each check run), else of what a reopen restores."""
+    checks: Mapping[str, SignInCheck] = field(default_factory=dict)
+    """The per-site checks, by host (``PUT /v1/sessions/{key}/checks/{host}``)."""
 
     @property
     def url(self) -> str | None:

@@ -42,7 +42,15 @@ from sitekeep.errors import Conflict, Forbidden, InvalidInput, NotFound
 from sitekeep.history import origin_of
 from sitekeep.limits import MAX_PROFILE_NAME
 from sitekeep.masking import carried
-from sitekeep.model import OriginStorage, Principal, SiteData, dump_site_data, load_site_data
+from sitekeep.model import (
+    OriginStorage,
+    Principal,
+    SignIn,
+    SiteData,
+    dump_site_data,
+    load_site_data,
+)
+from sitekeep.signin import judge
 from sitekeep.state_preview import select_cookies
 from sitekeep.stores.base import (
     Clock,
@@ -171,8 +179,9 @@ def captured(
     """What a capture keeps of ``site_data`` (SPEC §9): its unexpired cookies (all, or
     those ``selection`` names as ``{domain, name}``), every origin's localStorage and the
     main tab's sessionStorage; not IndexedDB nor other tabs; the mask of what it keeps
-    (``masking.carried``). The origin of ``landed``
-    (the URL the capture was taken on) is kept too, with no storage when it had none,
+    (``masking.carried``) and the sign-in state of the hosts it keeps (SPEC §18). The
+    origin of ``landed`` (the URL the capture was taken on) is kept too, with no storage
+    when it had none,
     so the profile knows where it was signed in, scheme and port included (restoring
     writes nothing for it).
 
@@ -191,7 +200,18 @@ def captured(
         saved_at=now,
         user_agent=site_data.user_agent,
     )
-    return replace(kept, mask=carried(site_data.mask, kept))
+    return replace(kept, mask=carried(site_data.mask, kept), sign_in=_still(site_data, kept, now))
+
+
+def _still(site_data: SiteData, kept: SiteData, now: float) -> dict[str, SignIn]:
+    """The sign-in state of each host ``kept`` holds: judged again from the cookies it
+    kept (a selection may leave a sign-in cookie out) — unless a check judged it, or it
+    was signed out already (a sign-in page: no cookie chosen makes it signed in)."""
+    states = judge(kept, now)
+    for host, was in site_data.sign_in.items():
+        if host in states and (was.evidence.get("source") == "check" or was.state == "signed_out"):
+            states[host] = was
+    return states
 
 
 def _derived(site_data: SiteData) -> tuple[tuple[str, ...], float | None]:

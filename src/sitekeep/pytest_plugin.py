@@ -15,8 +15,8 @@ What to open comes from the test's ``sitekeep`` marker, else the command line
 ``--sitekeep-url`` / ``--sitekeep-token``, else ``SITEKEEP_URL`` / ``SITEKEEP_TOKEN``.
 
 - ``session=KEY``: the saved session ``KEY`` in a new browser (``fresh``), its snapshot
-  restored; at teardown its browser is closed. Its record and snapshot stay as they
-  were (unless the test saves).
+  restored; at teardown its browser is closed without its automatic save (SPEC §18). Its
+  record and snapshot stay as they were (unless the test saves).
 - ``profile=ID``: a new session opened from the profile (SPEC §9), deleted at teardown.
 
 Marker keywords ``url`` (where to land) and ``browser`` (``chromium``/``firefox``) apply to
@@ -102,14 +102,14 @@ def sitekeep_session(request: pytest.FixtureRequest, sitekeep_client: Client) ->
             pytest.fail(f"sitekeep: {exc.message}", pytrace=False)
         opened = session.open(fresh=True, **land)
         if not (opened.get("site_data") or {}).get("restored"):
-            session.close_browser()
+            session.close_browser(autosave=False)
             pytest.fail(
                 f"sitekeep session {chosen['session']!r} has no saved site data to restore: "
                 "sign in and save_site_data first",
                 pytrace=False,
             )
         yield session
-        session.close_browser()
+        session.close_browser(autosave=False)  # what the test did stays out of the session
         return
     session = sitekeep_client.session(f"pytest-{secrets.token_hex(4)}")
     session.open(profile=str(chosen["profile"]), **land)

@@ -9,7 +9,7 @@ small sign-in token never goes for a big cache.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,6 +22,7 @@ from sitekeep.model import (
     HistoryEntry,
     OriginStorage,
     SessionStorage,
+    SignIn,
     SiteData,
     Skipped,
     TabStorage,
@@ -70,6 +71,7 @@ def compose(
     user_agent: str | None = None,
     indexed_db: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     indexed_db_failed: Mapping[str, str] | None = None,
+    sign_in: Callable[[SiteData], Mapping[str, SignIn]] | None = None,
 ) -> tuple[SiteData, list[Skipped]]:
     """The new snapshot from what a save read, and what it skipped.
 
@@ -89,6 +91,8 @@ def compose(
             does not, and no database is kept).
         indexed_db_failed: origin → why its databases could not be read; each keeps its
             databases from ``previous``, named in ``skipped``.
+        sign_in: judges each host's sign-in state of the composed snapshot
+            (``SiteData.sign_in``, SPEC §18), before the cap: it counts in the cap too.
 
     Returns:
         The snapshot and the skipped list: ``{site, reason}`` per origin, and
@@ -123,6 +127,8 @@ def compose(
         user_agent=user_agent or (previous.user_agent if previous else None),
         mask=previous.mask if previous else (),  # kept to the save (``masking.carried``)
     )
+    if sign_in is not None:
+        snapshot = replace(snapshot, sign_in=dict(sign_in(snapshot)))
     capped, left_out = _fit(snapshot, visit_order, cap)
     skipped.extend(left_out)
     return capped, skipped

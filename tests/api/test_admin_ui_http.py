@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
 
@@ -17,12 +17,13 @@ import jinja2
 import pytest
 
 from sitekeep.args import CreateBody
-from sitekeep.model import Principal
+from sitekeep.model import Principal, SignIn
+from sitekeep.seam import Session
 from sitekeep.service import Service
 from sitekeep.service.signins import SIGN_IN_TTL
 from support import WHO, Api, ApiFactory
 
-from .test_admin_http import HISTORY, SNAPSHOT, seed
+from .test_admin_http import HISTORY, NOW, SNAPSHOT, seed
 
 pytestmark = pytest.mark.anyio
 
@@ -362,6 +363,33 @@ async def test_the_session_page_has_a_journal_tab_whose_pane_loads_by_itself(ui:
     other = await ui.http.get("/admin/ui/sessions/nope/panes/journal")
     assert 'class="timeline"' in pane.text and ">cleared<" in pane.text
     assert other.status_code == 404
+
+
+async def test_the_sessions_list_shows_each_sites_sign_in_at_a_glance(ui: Ui) -> None:
+    """SPEC §18: a pill per site — ✓ signed in, ✗ signed out, ? unknown — its evidence's
+    summary on hover, the state spelled out for screen readers, never a value."""
+    states = {
+        "app.example.test": SignIn("signed_in", {"summary": "sign-in cookie sid"}, NOW),
+        "id.example.test": SignIn("signed_out", {"summary": "a sign-in page (/login)"}, NOW),
+    }
+
+    async def judged(s: Session) -> dict[str, Any]:
+        s.record = replace(s.require(), sign_in=states)
+        await s.put()
+        return {}
+
+    await ui.service.parts.seam.call(WHO, "s1", judged, inspect=False)
+    await ui.sign_in()
+    page = await ui.http.get("/admin")
+    assert ">Signed in</th>" in page.text
+    assert (
+        '<span class="pill sign-in-signed_in" title="signed in: sign-in cookie sid">'
+        '✓ app.example.test<span class="visually-hidden">: signed in</span></span>'
+    ) in page.text
+    assert "✗ id.example.test" in page.text and "sign-in-signed_out" in page.text
+    assert _structure_problems(page.text, fragment=False) == []
+    row = await ui.http.get("/admin/ui/sessions/s1/row")
+    assert row.json()["row"]["sign_in"]["app.example.test"]["state"] == "signed_in"
 
 
 def _structure_problems(text: str, *, fragment: bool) -> list[str]:

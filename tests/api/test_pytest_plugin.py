@@ -39,6 +39,7 @@ def test_sitekeep_session_opens_a_saved_session_signed_in(
         saved.open(url=sites.url("app.example.test", "/login"))
         saved.save_site_data()
         saved.close_browser()
+        saved_at = saved.current()["site_data"]["saved_at"]
     home = sites.url("app.example.test", "/")
     (tmp_path / "test_users.py").write_text(
         USERS_TESTS.format(home=home, signed_in=SIGNED_IN), encoding="utf-8"
@@ -59,3 +60,5 @@ def test_sitekeep_session_opens_a_saved_session_signed_in(
         keys = {row["key"]: row for row in client.sessions()["sessions"]}
     assert "never-saved" not in keys
     assert keys["plugin-saved"]["browser"]["live"] is False  # closed at teardown
+    with Client(served.url, served.token) as client:  # … without its automatic save
+        assert client.session("plugin-saved").current()["site_data"]["saved_at"] == saved_at

@@ -169,7 +169,9 @@ async def test_an_agent_signs_in_saves_closes_and_comes_back_signed_in(
     assert (
         saved["saved"]["cookies"] == 2 and saved["uri"] == "sitekeep://sessions/default/site-data"
     )
-    assert (await call(client, "close_session")) == {"key": "default", "closed": True}
+    closed = await call(client, "close_session")  # it saves by itself first (SPEC §18)
+    assert (closed["key"], closed["closed"]) == ("default", True)
+    assert closed["autosave"]["guarded"] == [] and closed["autosave"]["saved"]["cookies"] == 2
 
     back = await call(client, "open_session", url=sites.url("form.example.test", "/"))
     assert back["title"].startswith(f"Form — signed in as {FORM_USER}")
@@ -265,12 +267,18 @@ async def test_resources_read_back_json_with_http_only_values_hidden(
     cookies = {c["name"]: c["value"] for c in full["cookies"]}
     assert cookies == {"form_session": "•••", "form_plan": "free"}
 
+    signed = await resource("sitekeep://sessions/r/sign-in")  # SPEC §18
+    assert signed["autosave"] is True
+    form = signed["sign_in"]["form.example.test"]
+    assert (form["state"], form["evidence"]["auth_cookies"]) == ("signed_in", ["form_session"])
+
     with pytest.raises(MCPError, match="not_found"):
         await client.read_resource("sitekeep://sessions/nobody/current")
 
     listed = {r.uri: r for r in (await client.list_resources()).resources}
     assert set(listed) == {
         "sitekeep://sessions/r/current",
+        "sitekeep://sessions/r/sign-in",
         "sitekeep://sessions/r/site-data",
         hosts["form.example.test"]["uri"],
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ from typer.testing import CliRunner
 
 from sitekeep.cli import app
 from sitekeep.config import Settings
-from sitekeep.model import RECORD_JSON, SessionRecord
+from sitekeep.model import RECORD_JSON, SessionRecord, SignIn
 from support import on_service
 
 
@@ -141,6 +142,40 @@ def test_sessions_list_shows_the_tenants_sessions(env: Path) -> None:
     assert "demo" in shown.output and "agent" in shown.output
     other = CliRunner().invoke(app, ["sessions", "list", "--tenant", "t2"])
     assert other.output.strip() == "no sessions in tenant t2"
+
+
+def test_sessions_list_and_get_show_each_sites_sign_in_and_json_for_scripts(env: Path) -> None:
+    known = SignIn("signed_in", {"source": "heuristic", "auth_cookies": ["sid"],
+                                 "summary": "sign-in cookie sid"}, 3.0)  # fmt: skip
+    record = SessionRecord(
+        "t1", "demo", "agent", "chromium", created_at=1.0, last_used_at=2.0,
+        sign_in={"app.example.test": known},
+    )  # fmt: skip
+    settings = Settings(data_dir=env)
+    on_service(
+        settings,
+        lambda svc: svc.parts.stores.sessions.set("session/t1/demo", RECORD_JSON.dump_json(record)),
+    )
+    runner, wide = CliRunner(), {"COLUMNS": "250"}
+    shown = runner.invoke(app, ["sessions", "list", "--tenant", "t1"], env=wide)
+    assert "app.example.test: signed in (sign-in cookie sid)" in shown.output
+    listed = json.loads(runner.invoke(app, ["sessions", "list", "--tenant", "t1", "--json"]).output)
+    (row,) = listed["sessions"]
+    assert row["sign_in"]["app.example.test"] == known.as_json()
+    one = runner.invoke(app, ["sessions", "get", "demo", "--tenant", "t1"], env=wide)
+    assert one.exit_code == 0, one.output
+    assert "saves by itself: yes" in one.output
+    assert "app.example.test: signed in (sign-in cookie sid)" in one.output
+    got = json.loads(
+        runner.invoke(app, ["sessions", "get", "demo", "--tenant", "t1", "--json"]).output
+    )
+    assert (got["key"], got["autosave"], got["sign_in"]) == (
+        "demo",
+        True,
+        listed["sessions"][0]["sign_in"],
+    )
+    missing = runner.invoke(app, ["sessions", "get", "nobody", "--tenant", "t1"])
+    assert missing.exit_code == 2 and "nobody" in missing.output
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from mcp.server.mcpserver import MCPServer
 
 from sitekeep.api import (
     admin,
+    checks,
     live,
     ops,
     profiles,
@@ -96,6 +97,8 @@ def create_app(settings: Settings | None = None, *, settle_heap: bool = False) -
         profiles.router,
         profiles.sessions_router,
         versions.profiles_router,
+        checks.sessions_router,
+        checks.profiles_router,
         proxies.router,
         live.router,
         webdriver.router,

@@ -62,7 +62,7 @@ _WHY = {
 
 _DRIVING = ("/v1/sessions", "/v1/live-sessions")
 """Paths whose POSTs may start, reopen or navigate a browser (a profile's ``/capture``
-reads a session's browser too)."""
+reads a session's browser too, and its ``/check`` starts a throwaway one)."""
 
 
 _OWNERS_ONLY = (
@@ -106,7 +106,7 @@ def statuses_of(
     path = route.path_format
     drives = (
         method == "POST"
-        and (path.startswith(_DRIVING) or path.endswith("/capture"))
+        and (path.startswith(_DRIVING) or path.endswith(("/capture", "/check")))
         and not path.endswith(_STORED_ONLY)
     )
     owners = path.startswith(_OWNED) and path.endswith(_OWNERS_ONLY)

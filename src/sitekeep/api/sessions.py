@@ -12,7 +12,8 @@ Routes::
     POST   /v1/sessions/{key}/navigate|back|…    one page operation (``args.OPERATIONS``)
     POST   /v1/sessions/{key}/flows              several steps in one call
     POST   /v1/sessions/{key}/save-site-data     save what its sites keep
-    DELETE /v1/sessions/{key}/browser            close its browser (the session stays)
+    DELETE /v1/sessions/{key}/browser            close its browser (the session stays; it
+                                                 saves by itself first unless ?autosave=false)
     DELETE /v1/sessions/{key}                    delete it
     GET    /v1/sessions/{key}/site-data          saved site data by host, counts only
     GET    /v1/sessions/{key}/site-data/{site}   one host in full (owner or admin)
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, FastAPI, Request
+from fastapi import APIRouter, Body, FastAPI, Query, Request
 from pydantic import BaseModel
 
 from sitekeep.api.deps import JSON, Key, Site, Svc, Who
@@ -45,6 +46,14 @@ def install_current(app: FastAPI) -> None:
 
 
 router = APIRouter(prefix="/v1/sessions")
+
+AutosaveQuery = Annotated[
+    bool,
+    Query(
+        description="false: close without the automatic save (this close only; the "
+        "session's own autosave setting stays)."
+    ),
+]
 
 
 @router.get("", tags=["sessions"])
@@ -105,8 +114,8 @@ async def save_site_data(key: Key, who: Who, svc: Svc, body: SaveBody | None = N
 
 
 @router.delete("/{key}/browser", tags=["sessions"])
-async def close_browser(key: Key, who: Who, svc: Svc) -> JSON:
-    return await svc.sessions.close(who, key)
+async def close_browser(key: Key, who: Who, svc: Svc, autosave: AutosaveQuery = True) -> JSON:
+    return await svc.sessions.close(who, key, autosave=autosave)
 
 
 @router.delete("/{key}", tags=["sessions"])

@@ -477,6 +477,10 @@ class BrowserManager:
         """End the pool browsers of every process on this data dir (``sitekeep stop``)."""
         await self._end_leftovers(every=True)
 
+    def holds(self, ref: BrowserRef) -> bool:
+        """Whether this process holds an open socket to ``ref``'s browser (no round trip)."""
+        return (live := self._live.get(ref.generation)) is not None and not live.conn.closed
+
     async def close_all(self) -> None:
         """End every browser this process has reached (tests, an operator's shutdown)."""
         for live in list(self._live.values()):

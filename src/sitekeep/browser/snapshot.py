@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +13,7 @@ from sitekeep import sitedata
 from sitekeep.browser.indexeddb import NOT_CARRIED, read_databases
 from sitekeep.browser.live import LiveBrowser, PageInfo
 from sitekeep.browser.save import PARTITIONED, lost_reason, save_read, settle_jar
-from sitekeep.model import SiteData, Skipped
+from sitekeep.model import SignIn, SiteData, Skipped
 
 __all__ = ["Captured", "read_snapshot"]
 
@@ -42,6 +42,7 @@ async def read_snapshot(
     full: bool = False,
     indexed_db: bool = False,
     journaled: Callable[[], Awaitable[None]] | None = None,
+    sign_in: Callable[[], Awaitable[Callable[[SiteData], Mapping[str, SignIn]]]] | None = None,
 ) -> Captured:
     """Read the browser's site data and compose it over ``previous`` (``sitedata.compose``).
 
@@ -55,6 +56,8 @@ async def read_snapshot(
         now: seconds since the epoch, the snapshot's ``saved_at``.
         journaled: awaited after the first reads, before the spare tab or an IndexedDB
             read (a journal begin written beside the first reads, SPEC §8).
+        sign_in: awaited once the reads are done, for what judges each host's sign-in
+            state of the composed snapshot (``sitedata.compose``; SPEC §18).
 
     Raises:
         SnapshotTooLarge: the cookies alone pass ``cap``.
@@ -84,6 +87,7 @@ async def read_snapshot(
         databases, databases_failed = await read_databases(browser, order, deadline=deadline)
     session = read.session if read.session_read or previous is None else previous.session
     cookies = settle_jar(browser, read.cookies, previous.cookies if previous else ())
+    judge = await sign_in() if sign_in is not None else None
     snapshot, skipped = sitedata.compose(
         previous,
         cookies=cookies,
@@ -97,6 +101,7 @@ async def read_snapshot(
         user_agent=read.user_agent,
         indexed_db=databases,
         indexed_db_failed=databases_failed,
+        sign_in=judge,
     )
     if not indexed_db:
         skipped.extend(Skipped(o, NOT_CARRIED) for o in order if o in read.idb_origins)

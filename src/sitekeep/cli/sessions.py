@@ -1,9 +1,12 @@
-"""``sitekeep sessions list`` and ``sitekeep runs``: a tenant's sessions and the run ledger
-of live browsers (SPEC §1, §13), read without touching a browser."""
+"""``sitekeep sessions list|get`` and ``sitekeep runs``: a tenant's sessions with each
+site's sign-in state (SPEC §18) and the run ledger of live browsers (SPEC §1, §13), read
+without touching a browser's state."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -18,25 +21,80 @@ __all__ = ["runs", "sessions_app"]
 
 sessions_app = command_group("Sessions of a tenant.")
 
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+_STATES = {"signed_in": "signed in", "signed_out": "signed out", "unknown": "unknown"}
+
+
+def sign_in_lines(sign_in: Mapping[str, Any]) -> str:
+    """One line per site, ``host: signed in (sign-in cookie sid)`` — names, never values."""
+    lines = []
+    for host, known in sign_in.items():
+        summary = (known.get("evidence") or {}).get("summary")
+        state = _STATES.get(known.get("state", ""), "unknown")
+        lines.append(f"{host}: {state}" + (f" ({summary})" if summary else ""))
+    return "\n".join(lines) or "—"
+
 
 @sessions_app.command("list")
-def sessions_list(tenant: Tenant) -> None:
-    """The tenant's sessions, most recently used first (no browser is touched)."""
+def sessions_list(tenant: Tenant, as_json: JsonOption = False) -> None:
+    """The tenant's sessions, most recently used first, with each site's sign-in state
+    (no browser is touched)."""
     from rich.table import Table
 
     rows = with_service(lambda svc: svc.views.sessions(operator(tenant)))
+    if as_json:
+        print(json.dumps({"sessions": rows}, indent=2, ensure_ascii=False))
+        return
     if not rows:
         console().print(f"no sessions in tenant {tenant}")
         return
-    table = Table("key", "owner", "browser", "live", "url", "last used")
+    table = Table("key", "owner", "browser", "live", "url", "sign-in", "last used")
     for row in rows:
         url = "(withheld)" if row.get("url_withheld") else (row.get("url") or "")
         browser = row["browser"]
         live = "yes" if browser["live"] else "no"
         table.add_row(
-            row["key"], row["owner"], browser["kind"], live, url, when(row["last_used_at"])
+            row["key"],
+            row["owner"],
+            browser["kind"],
+            live,
+            url,
+            sign_in_lines(row["sign_in"]),
+            when(row["last_used_at"]),
         )
     console().print(table)
+
+
+@sessions_app.command("get")
+def sessions_get(
+    key: Annotated[str, typer.Argument(help="The session's key.")],
+    tenant: Tenant,
+    as_json: JsonOption = False,
+) -> None:
+    """One session: where it is, its saved site data in short, whether it saves by
+    itself and each site's sign-in state (``GET /v1/sessions/{key}``)."""
+    view = with_service(lambda svc: svc.views.current(operator(tenant), key))
+    if as_json:
+        print(json.dumps(view, indent=2, ensure_ascii=False))
+        return
+    out = console()
+    url = "(withheld)" if view.get("url_withheld") else (view.get("url") or "—")
+    browser = view["browser"]
+    saved = view["site_data"]
+    out.print(
+        f"session {view['key']}: {browser['kind']}, {'live' if browser['live'] else 'closed'}"
+    )
+    out.print(f"page: {url}")
+    out.print(
+        f"saved: {saved['hosts']} hosts, {when(saved['saved_at'])}"
+        if saved["saved_at"]
+        else "saved: nothing"
+    )
+    out.print(f"saves by itself: {'yes' if view['autosave'] else 'no'}")
+    out.print("sign-in:")
+    for line in sign_in_lines(view["sign_in"]).splitlines():
+        out.print(f"  {line}")
 
 
 def runs(

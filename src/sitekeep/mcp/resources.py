@@ -1,5 +1,6 @@
-"""sitekeep's sessions as MCP resources (SPEC §5): each session's current page, its saved
-site data by host (counts only) and each host in full (httpOnly values as •••), as JSON.
+"""sitekeep's sessions as MCP resources (SPEC §5): each session's current page, the
+sign-in state of each of its sites (SPEC §18), its saved site data by host (counts only)
+and each host in full (httpOnly values as •••), as JSON.
 
 The resource templates name the URIs; :func:`readable` lists the resources a caller can
 read now, for ``resources/list``.
@@ -40,6 +41,11 @@ async def current(key: str, ctx: Ctx) -> str:
     return _dump(await found.service.views.current(who, key))
 
 
+async def sign_in(key: str, ctx: Ctx) -> str:
+    found, who = backing(ctx)
+    return _dump(await found.service.views.sign_in(who, key))
+
+
 async def site_data(key: str, ctx: Ctx) -> str:
     found, who = backing(ctx)
     return _dump(await found.service.views.site_data(who, key))
@@ -56,6 +62,14 @@ TEMPLATES = (
         "sitekeep://sessions/{key}/current",
         "current-page",
         "The session's current page and a summary of its saved site data.",
+    ),
+    Template(
+        guarded(resource=True)(sign_in),
+        "sitekeep://sessions/{key}/sign-in",
+        "sign-in",
+        "Whether each site of the session is signed in: {key, autosave, sign_in: {host: "
+        "{state: signed_in|signed_out|unknown, evidence, at}}}; evidence names cookies, "
+        "never values.",
     ),
     Template(
         guarded(resource=True)(site_data),
@@ -79,6 +93,7 @@ async def readable(service: Service, who: Principal) -> list[Resource]:
         key = row["key"]
         base = f"sitekeep://sessions/{key}"
         found.append(_json_resource(f"{base}/current", f"{key}: current page"))
+        found.append(_json_resource(f"{base}/sign-in", f"{key}: sign-in state by site"))
         data = await service.views.site_data(who, key)
         found.append(_json_resource(f"{base}/site-data", f"{key}: site data by host"))
         for host in data["hosts"]:

@@ -119,7 +119,9 @@ async def _act(ctx: Ctx, key: str | None, op: str, **args: Any) -> JSON:
     "the saved data AND delete it (why this tool is marked destructive). "
     "profile=ID (from list_profiles): start a new browser signed in from that "
     "profile. country=CODE: run the browser through the workspace's proxy of that "
-    "country. Returns {key, url, title, site_data?}.",
+    "country. autosave=false: this session never saves by itself (by default it saves "
+    "when its browser closes and every few minutes while in use, never trading a "
+    "signed-in site for a signed-out one). Returns {key, url, title, site_data?}.",
 )
 async def open_session(
     ctx: Ctx,
@@ -152,6 +154,7 @@ async def open_session(
         str | None,
         Field(description="Two-letter country code of the proxy to use.", max_length=MAX_NAME),
     ] = None,
+    autosave: Annotated[bool | None, Field(description=_doc(OpenBody, "autosave"))] = None,
 ) -> JSON:
     found, who = backing(ctx)
     options = unchecked(
@@ -165,6 +168,7 @@ async def open_session(
         keep_user_agent=keep_user_agent,
         profile=profile,
         country=country,
+        autosave=autosave,
     )
     return await found.service.sessions.open(who, options)
 
@@ -177,7 +181,8 @@ async def open_session(
     "(again only after something else worth keeping); a later open_session restores "
     "it, even after the browser closed. profile=ID also writes it into that profile "
     "(its creator, or an admin for a shared one). Returns counts and sites, never "
-    "values.",
+    "values, and signed_out: the sites this save turned from signed in to signed out "
+    "(a save replaces: that is what comes back).",
 )
 async def save_site_data(
     ctx: Ctx,
@@ -207,7 +212,8 @@ async def save_site_data(
     _LISTS,
     "The profiles this caller may open sessions from: its own and the workspace's "
     "shared ones, each {id, name, visibility, country, cookie_domains, expires_at, "
-    "status: empty|fresh|expires_soon|expired}. Never values.",
+    "status: empty|fresh|expires_soon|expired, sign_in: {host: {state: signed_in|"
+    "signed_out|unknown, evidence, at}}}. Never values.",
 )
 async def list_profiles(ctx: Ctx) -> JSON:
     found, who = backing(ctx)
@@ -252,12 +258,20 @@ async def restore_site_data_version(
     "close_session",
     _KEEPS,
     "Close this session's browser. The session, its history and its saved site data "
-    "stay: open_session brings it back. Unsaved sign-ins are lost, so call "
-    "save_site_data first. Returns {key, closed}.",
+    "stay: open_session brings it back. The session saves by itself first (unless "
+    "opened with autosave=false), keeping the last save's data of a site that was "
+    "signed in and is not now (named in autosave.guarded); autosave=false closes "
+    "without it. Returns {key, closed, autosave?}.",
 )
-async def close_session(ctx: Ctx, key: Key = None) -> JSON:
+async def close_session(
+    ctx: Ctx,
+    key: Key = None,
+    autosave: Annotated[
+        bool, Field(description="false: close without the automatic save (this close only).")
+    ] = True,
+) -> JSON:
     found, who = backing(ctx)
-    return await found.service.sessions.close(who, found.session_of(ctx, key))
+    return await found.service.sessions.close(who, found.session_of(ctx, key), autosave=autosave)
 
 
 @_tool(

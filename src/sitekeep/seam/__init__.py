@@ -11,6 +11,8 @@ Rooms, each a module::
     records     session records, snapshots, masks (sealed), revisions, the lock
     browsers    new browser under the caps, attach, release, proxy, restore
     saving      reads of the browser's site data; the save that keeps them
+    signins     sign-in state from a live browser: its landing, checks in background tabs
+    autosaving  an automatic save, guarded against trading a sign-in for a sign-out
     operations  what each agent operation does in a live browser (HANDLERS)
     context     the operation context; each session's journal as this process knows it
     session     one call's working state: Session (takes the rooms, not the Seam)
@@ -36,6 +38,7 @@ from sitekeep.model import Principal
 from sitekeep.policy import check_key
 from sitekeep.profiles import GatedProfiles
 from sitekeep.proxies import Proxies
+from sitekeep.seam.autosaving import autosaves
 from sitekeep.seam.browsers import Browsers
 from sitekeep.seam.context import run_operation
 from sitekeep.seam.journaling import CallJournal, Tracks
@@ -110,6 +113,9 @@ class Seam:
         self.saving = Saving(settings, self.records, self.metrics)
         self.tracks = Tracks(journal)
         self._parts = SessionParts(self.records, self.browsers, self.saving, vault, own_origins)
+        self.on_use: Callable[[Principal, str], None] | None = None
+        """Told of each call that used a session's live browser (``use=True``): the
+        service arms the session's checkpoint (``service.autosave``)."""
 
     async def call(
         self,
@@ -119,28 +125,42 @@ class Seam:
         *,
         inspect: bool = True,
         key_field: str = "key",
+        held: bool = False,
+        use: bool = False,
     ) -> dict[str, Any]:
         """Run ``body`` on the session with its lock held; first, when ``inspect`` and an
         earlier call left the session unsettled, inspect and settle it (SPEC §8).
-        ``key_field`` is the caller's argument that named the session.
+        ``key_field`` is the caller's argument that named the session; ``held``: the
+        caller holds the session's lock already (``Records.held``: the reaper); ``use``:
+        the call is a use of the session's browser (an agent's), told to :attr:`on_use`
+        once it returns with a live browser recorded that saves by itself.
 
         Raises:
             InvalidInput: a malformed key (field ``key_field``).
             SessionBusy: another call held the session past ``SITEKEEP_LOCK_WAIT``.
         """
         key = check_key(key, key_field)
-        async with self.records.held(who.tenant, key):
-            track = await self.tracks.take(JournalKey(who.tenant, key))
-            record = await self.records.load(who.tenant, key)
-            session = Session(
-                self._parts, who, key, record, CallJournal(self.tracks, track), key_field
-            )
-            try:
-                if inspect and track.state.unsettled:
-                    await session.inspect()
-                return await body(session)
-            finally:
-                self.tracks.keep(session.track)
+        if held:
+            session, result = await self._run(who, key, body, inspect, key_field)
+        else:
+            async with self.records.held(who.tenant, key):
+                session, result = await self._run(who, key, body, inspect, key_field)
+        if use and self.on_use is not None and autosaves(session):
+            self.on_use(who, key)
+        return result
+
+    async def _run(
+        self, who: Principal, key: str, body: Body, inspect: bool, key_field: str
+    ) -> tuple[Session, dict[str, Any]]:
+        track = await self.tracks.take(JournalKey(who.tenant, key))
+        record = await self.records.load(who.tenant, key)
+        session = Session(self._parts, who, key, record, CallJournal(self.tracks, track), key_field)
+        try:
+            if inspect and track.state.unsettled:
+                await session.inspect()
+            return session, await body(session)
+        finally:
+            self.tracks.keep(session.track)
 
     async def remove_journal(self, tenant: str, key: str) -> None:
         """Remove the session's journal: it goes with the session (SPEC §8), deleted or

@@ -35,9 +35,10 @@ __all__ = ["Browsers", "Opened"]
 
 log = logging.getLogger(__name__)
 
-Opened = tuple[LiveBrowser, dict[str, Any] | None, tuple[str, ...]]
-"""A new browser, its restore report (None when nothing was restored) and the mask the
-restored data carried (``SiteData.mask``)."""
+Opened = tuple[LiveBrowser, dict[str, Any] | None, SiteData | None]
+"""A new browser, its restore report (None when nothing was restored) and the data
+restored into it (None: none), whose mask (``SiteData.mask``) and sign-in state
+(``SiteData.sign_in``) the session takes on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +77,8 @@ class Browsers:
                 names (``NavigationFailed.field``); None when ``land`` is the last page.
 
         Returns:
-            The browser, the restore report and the restored data's mask (:data:`Opened`),
-            which the caller adds to the session's (``Records.with_mask``).
+            The browser, the restore report and the restored data (:data:`Opened`), whose
+            mask the caller adds to the session's (``Records.with_mask``).
 
         Raises:
             CapacityExceeded: a cap is reached; no browser was started.
@@ -97,8 +98,10 @@ class Browsers:
             await self.release(live.ref, "crashed")
             raise
         try:
-            filled, mask = await self._fill(live, record, land, restore_data, preset, land_field)
-            return live, filled, mask
+            filled, restored = await self._fill(
+                live, record, land, restore_data, preset, land_field
+            )
+            return live, filled, restored
         except BaseException:
             # No record names this browser yet: a failed first load (an unsafe port, a
             # page slower than the navigation timeout) would leave it running unowned.
@@ -210,25 +213,25 @@ class Browsers:
         restore_data: bool,
         preset: SiteData | None = None,
         land_field: str | None = None,
-    ) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
+    ) -> tuple[dict[str, Any] | None, SiteData | None]:
         """Restore the session's snapshot (or ``preset``: a profile's site data) into a
         new browser, then land; the restore report (None when nothing was written) and
-        the restored data's mask."""
+        the restored data."""
         snapshot = await self._to_restore(record, restore_data, preset)
         if snapshot is None:
             if land:
                 await live.navigate(land, field=land_field)
-            return None, ()
+            return None, None
         warnings = await self.user_agent(live, record, snapshot)
         with self.metrics.timed(self.metrics.restores):
             report = await restore(live, snapshot, land, now=self.clock())
         warnings.extend(report.warnings)
         if not report.restored and not report.skipped and not warnings:
-            return None, snapshot.mask
+            return None, snapshot
         result = {**report.as_json(), "uri": site_data_uri(record.key)}
         if warnings:
             result["warnings"] = warnings
-        return result, snapshot.mask
+        return result, snapshot
 
     async def _to_restore(
         self, record: SessionRecord, restore_data: bool, preset: SiteData | None

@@ -44,7 +44,7 @@ from sitekeep.errors import (
     quoted,
 )
 from sitekeep.journal.records import RefsStatus
-from sitekeep.model import RefMap, SiteData
+from sitekeep.model import RefMap, SignIn, SiteData
 from sitekeep.policy import check_url
 from sitekeep.seam.saving import SiteDataRead
 from sitekeep.secrets import SecretInfo, host_allowed
@@ -83,6 +83,9 @@ class Done:
         saved: a save's counts (its journal finish carries them), when it saved.
         save: the snapshot a save read, which the operation context stores as the
             session's once the call's begin is durable.
+        sign_in: each site's sign-in state as the operation judged the live browser
+            (``SessionRecord.sign_in``); None: a save's own (``save.sign_in``), else
+            unchanged.
     """
 
     result: Mapping[str, Any] = field(default_factory=dict)
@@ -92,6 +95,7 @@ class Done:
     typed: tuple[tuple[str, str], ...] = ()
     saved: Mapping[str, Any] | None = None
     save: SiteData | None = None
+    sign_in: Mapping[str, SignIn] | None = None
 
 
 @dataclass(frozen=True, slots=True)

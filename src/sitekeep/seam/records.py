@@ -219,6 +219,13 @@ class Records:
             )
         revisions[ident] = written
 
+    async def without_browser(self, record: SessionRecord) -> SessionRecord:
+        """``record`` with no browser recorded: its ``sign_in`` is then what a reopen
+        restores — the snapshot's (none without one; SPEC §18)."""
+        snapshot = await self.load_snapshot(record.tenant, record.key)
+        states = dict(snapshot.sign_in) if snapshot is not None else {}
+        return replace(record, browser=None, sign_in=states)
+
     async def delete(self, tenant: str, key: str) -> None:
         """Delete the session's record, its snapshot and its versions."""
         await self.store.delete(record_key(tenant, key), snapshot_key(tenant, key))

@@ -162,6 +162,11 @@ class Session:
         for name in done.typed:
             kept = tuple(t for t in record.typed_secrets if t != name)
             record = replace(record, typed_secrets=(*kept, name)[-MAX_TYPED_SECRETS:])
+        states = done.sign_in
+        if states is None and done.save is not None:
+            states = done.save.sign_in
+        if states is not None:
+            record = replace(record, sign_in=dict(states))
         self.record = record = self.parts.records.with_mask(record, values)
         if done.save is not None:
             await self.parts.saving.keep(record, done.save)
@@ -183,10 +188,18 @@ class Session:
                 self.browser = live
                 return live
         await self.journaled()  # a reopen changes the browser and writes marks after it
-        live, report, mask = await browsers.new_browser(record, land=record.url, restore_data=True)
+        live, report, restored = await browsers.new_browser(
+            record, land=record.url, restore_data=True
+        )
         self.browser = live
-        record = self.parts.records.with_mask(record, mask)
-        self.record = replace(record, browser=live.ref, reopened=report, refs=None)
+        record = self.parts.records.with_mask(record, restored.mask if restored else ())
+        self.record = replace(
+            record,
+            browser=live.ref,
+            reopened=report,
+            refs=None,
+            sign_in=dict(restored.sign_in) if restored else {},
+        )
         await self.put()
         await self.journal.new_browser("reopened", live.ref, report, step=step)
         return live

@@ -21,6 +21,8 @@ Rooms, each a module taking the service's :class:`~sitekeep.service.parts.Parts`
     reaper      warm-up, the reaper, sitekeep stop, /metrics                SPEC §2, §13
     keys        the master key ring, rotation                               SPEC §12
     versions    the versions of saved site data: list, view, restore        issue #26
+    checks      per-site sign-in checks of sessions and profiles, run now   SPEC §18
+    autosave    automatic saves: close, reaper, stop, shutdown, checkpoints SPEC §18
 
 ``wiring`` wires them into :class:`Service`; ``parts`` is what they share, ``gates`` the
 admin gate and who may take values out, ``panes`` the admin panes' views. Three rooms serve

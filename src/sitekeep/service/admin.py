@@ -30,6 +30,7 @@ from sitekeep.seam import Session
 from sitekeep.service import panes
 from sitekeep.service.gates import require_admin
 from sitekeep.service.parts import Parts
+from sitekeep.signin import sign_in_of
 from sitekeep.stores.base import Run
 
 __all__ = ["Admin"]
@@ -55,10 +56,11 @@ class Admin:
 
         Returns:
             ``[{key, owner, browser, url, created_at, last_used_at, history_count,
-            history_rev, site_data_count, site_data_rev}]``: ``history_count`` counts the
-            hosts History lists, ``history_rev`` is every entry's ``[origin, url]`` in
-            order, ``site_data_count`` counts the hosts Site data lists and
-            ``site_data_rev`` is ``[saved_at, hosts]``.
+            history_rev, site_data_count, site_data_rev, sign_in}]``: ``history_count``
+            counts the hosts History lists, ``history_rev`` is every entry's ``[origin,
+            url]`` in order, ``site_data_count`` counts the hosts Site data lists,
+            ``site_data_rev`` is ``[saved_at, hosts]`` and ``sign_in`` each site's
+            sign-in state (``signin.sign_in_of``, SPEC §18).
 
         Raises:
             Forbidden: a member's token.
@@ -91,6 +93,7 @@ class Admin:
             "history_rev": panes.history_rev(record.history),
             "site_data_count": len(site_rev[1]),
             "site_data_rev": site_rev,
+            "sign_in": sign_in_of(record),
         }
 
     # -- History --------------------------------------------------------------------------

@@ -58,7 +58,7 @@ class Flows:
             done = await run_operation(s, "run_flow", args, work)
             return await s.end(dict(done.result))
 
-        return await self._seam.call(who, key, body)
+        return await self._seam.call(who, key, body, use=True)
 
 
 def _on_error(value: object) -> OnError:

@@ -11,6 +11,7 @@ manage it — and never a secret value typed in the session: each stretch of one
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from sitekeep.browser.docs import read_cookies
@@ -22,6 +23,8 @@ from sitekeep.profiles import captured, profile_json
 from sitekeep.seam import Session
 from sitekeep.service.gates import values_gate
 from sitekeep.service.parts import Parts
+from sitekeep.service.profile_state import ProfileStates
+from sitekeep.signin import judge
 from sitekeep.state_preview import state_preview
 
 __all__ = ["Interop"]
@@ -78,9 +81,15 @@ class Interop:
             _utf8(data), _format(fmt, optional=True), self._parts.clock(), strict=strict
         )
 
-        async def body(_: Session) -> dict[str, Any]:
-            await self._gate(who, key, "replace its storage state", profile=False)
-            await self._records.put_snapshot(who.tenant, key, imported.site_data)
+        site_data = imported.site_data
+        site_data = replace(site_data, sign_in=judge(site_data, self._parts.clock()))
+
+        async def body(s: Session) -> dict[str, Any]:
+            record = await self._gate(who, key, "replace its storage state", profile=False)
+            await self._records.put_snapshot(who.tenant, key, site_data)
+            if record.browser is None:  # its sign-in state is what a reopen restores
+                s.record = replace(record, sign_in=dict(site_data.sign_in))
+                await s.put()
             return {"key": key, "report": imported.report.as_json()}
 
         return await self._parts.seam.call(who, key, body, inspect=False)
@@ -134,7 +143,9 @@ class Interop:
         profiles, clock = self._parts.profiles, self._parts.clock
         await profiles.get(who, ident, "capture")
         imported = import_text(_utf8(data), _format(fmt, optional=True), clock(), strict=strict)
-        row = await profiles.write(who, ident, captured(imported.site_data, None, clock()))
+        kept = captured(imported.site_data, None, clock())
+        row = await profiles.write(who, ident, kept)
+        await ProfileStates(self._parts.stores.sessions).judged(row.tenant, row.id, kept)
         return {"profile": profile_json(row, who, clock()), "report": imported.report.as_json()}
 
     async def export_profile_state(

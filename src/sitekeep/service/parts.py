@@ -20,6 +20,7 @@ from sitekeep.journal import Journal, open_journal
 from sitekeep.profiles import GatedProfiles
 from sitekeep.proxies import Proxies
 from sitekeep.seam import Seam
+from sitekeep.service.autosave import Autosaves
 from sitekeep.service.signins import SignIns
 from sitekeep.stores import SessionLocks, SessionStore, open_database, open_sessions
 from sitekeep.stores.base import (
@@ -102,6 +103,7 @@ class Parts:
         profiles: the profiles, each behind its gate (SPEC §9). proxies: the proxy pool
             (SPEC §14). sign_ins: the admin UI's sign-ins (SPEC §11).
         clock: seconds since the epoch. replica: ``host:pid`` of this process.
+        autosaves: the sessions' automatic saves and checkpoints (SPEC §18).
     """
 
     settings: Settings
@@ -117,6 +119,7 @@ class Parts:
     sign_ins: SignIns
     clock: Callable[[], float]
     replica: str
+    autosaves: Autosaves
 
     @classmethod
     def wire(
@@ -152,9 +155,11 @@ class Parts:
             clock=clock,
         )
         sign_ins = SignIns(stores.sessions, auth, clock)
+        autosaves = Autosaves(settings, seam, browsers)
+        seam.on_use = autosaves.used
         return cls(
             settings, stores, cipher, browsers, journal, seam, vault, auth, profiles, proxies,
-            sign_ins, clock, replica,
+            sign_ins, clock, replica, autosaves,
         )  # fmt: skip
 
     def own_origins(self) -> list[str]:

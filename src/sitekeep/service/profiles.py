@@ -21,6 +21,7 @@ from sitekeep.seam import Session, run_operation
 from sitekeep.seam.operations import Done
 from sitekeep.service.gates import values_gate
 from sitekeep.service.parts import Parts
+from sitekeep.service.profile_state import ProfileStates
 from sitekeep.stores.base import ProfileRow
 
 __all__ = ["Profiles"]
@@ -32,6 +33,7 @@ class Profiles:
     def __init__(self, parts: Parts) -> None:
         self._parts = parts
         self._gated = parts.profiles
+        self._states = ProfileStates(parts.stores.sessions)
 
     def _json(self, row: ProfileRow, who: Principal) -> dict[str, Any]:
         return profile_json(row, who, self._parts.clock())
@@ -48,13 +50,20 @@ class Profiles:
         return self._json(row, who)
 
     async def list(self, who: Principal) -> dict[str, Any]:
-        """``{now, profiles: [...]}``: ``who``'s own and the workspace's shared ones."""
+        """``{now, profiles: [...]}``: ``who``'s own and the workspace's shared ones, each
+        with its ``sign_in`` (``{host: {state, evidence, at}}``, SPEC §18)."""
         rows = await self._gated.list(who)
-        return {"now": self._parts.clock(), "profiles": [self._json(r, who) for r in rows]}
+        states = await self._states.get_many(who.tenant, [r.id for r in rows])
+        profiles = [
+            {**self._json(r, who), "sign_in": state.sign_in_json()}
+            for r, state in zip(rows, states, strict=True)
+        ]
+        return {"now": self._parts.clock(), "profiles": profiles}
 
     async def get(self, who: Principal, ident: str) -> dict[str, Any]:
         """One profile and its site data by host: counts and cookie names, never a value
-        (SPEC §9: what someone who may only use a shared profile sees).
+        (SPEC §9: what someone who may only use a shared profile sees), and each site's
+        sign-in state (``sign_in``, SPEC §18).
 
         Raises:
             NotFound, Forbidden: the gate (``read``).
@@ -71,8 +80,10 @@ class Profiles:
             }
             for r in sitedata.host_rows(loaded.site_data, ())
         ]
-        sites = Masker.of(loaded.site_data.mask).value(sites)  # cookie names too (issue #24)
-        return {**self._json(loaded.row, who), "sites": sites}
+        state = await self._states.get(loaded.row.tenant, loaded.row.id)
+        masker = Masker.of(loaded.site_data.mask)  # cookie names too (issue #24)
+        shown = masker.value({"sites": sites, "sign_in": state.sign_in_json()})
+        return {**self._json(loaded.row, who), **shown}
 
     async def update(
         self, who: Principal, ident: str, changes: Mapping[str, Any]
@@ -94,6 +105,7 @@ class Profiles:
             NotFound, Forbidden: the gate (``delete``).
         """
         await self._gated.delete(who, ident)
+        await self._states.delete(who.tenant, ident)  # its sign-in state and checks go too
         return {"id": ident, "deleted": True}
 
     async def landing(self, who: Principal, ident: str) -> str | None:
@@ -132,6 +144,7 @@ class Profiles:
                 read = await s.reader().read(await s.live(), full=False, indexed_db=False)
                 kept = captured(read.snapshot, cookies, parts.clock(), read.page.url)
                 row = await self._gated.write(who, ident, kept)
+                await self._states.judged(row.tenant, row.id, kept)
                 done = {"cookies": len(kept.cookies), "sites": sorted(kept.origins)}
                 result = {"profile": self._json(row, who), "captured": done}
                 return Done(result, page=read.page, refs="reused")

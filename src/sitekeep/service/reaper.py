@@ -11,13 +11,19 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from dataclasses import replace
 
 import anyio
 
 from sitekeep import reaping
-from sitekeep.errors import SessionBusy, StoreUnavailable
+from sitekeep.errors import (
+    BrowserUnavailable,
+    InvalidInput,
+    SessionBusy,
+    SitekeepError,
+    StoreUnavailable,
+)
 from sitekeep.metrics import CONTENT_TYPE, check_scraper
+from sitekeep.model import SessionRecord
 from sitekeep.service.parts import Parts
 from sitekeep.stores.base import ClosedReason, Run
 
@@ -123,13 +129,32 @@ class Reaper:
             reason = "crashed"
         if reason is None:
             return None
+        if reason == "reaped" and record is not None and reaping.owns(record, run):
+            record = await self._save_first(record)
         if run.endpoint and run.webdriver_session:
             await parts.browsers.end(run.endpoint, run.webdriver_session)
         if record is not None and reaping.owns(record, run):
-            await records.put(replace(record, browser=None))
+            await records.put(await records.without_browser(record))
         closing = parts.stores.runs.close_run(run.id, at=parts.clock(), reason=reason)
         await self._seam.browsers.ledger(closing)
         return reason
+
+    async def _save_first(self, record: SessionRecord) -> SessionRecord | None:
+        """An idle browser saves by itself before the reaper ends it (SPEC §18), under the
+        lock the reaper holds; the record as that left it. A save the browser could not
+        answer is logged and the browser ends anyway.
+
+        Raises:
+            StoreUnavailable: the save could not be stored: the browser is left for the
+                next pass (ending it would lose what it holds).
+        """
+        autosaves, records = self._parts.autosaves, self._seam.records
+        try:
+            await autosaves.save(record.tenant, record.key, "reaper", held=True)
+        except (BrowserUnavailable, InvalidInput) as exc:
+            log.warning("the reaper's automatic save failed: %s", type(exc).__name__)
+        autosaves.forget(record.tenant, record.key)
+        return await records.load(record.tenant, record.key)
 
     async def end_browsers(self) -> int:
         """End every session's browser and every pool browser on this data dir, then the
@@ -146,12 +171,23 @@ class Reaper:
                 record = await records.load(tenant, key)
                 if record is None or record.browser is None:
                     continue
-                await self._seam.browsers.release(record.browser, "closed")
-                await records.put(replace(record, browser=None))
+                record = await self._save_at_stop(record) or record
+                if record.browser is not None:
+                    await self._seam.browsers.release(record.browser, "closed")
+                await records.put(await records.without_browser(record))
             ended += 1
         await self._parts.browsers.end_pools()
         self._parts.browsers.stop_local_drivers()
         return ended
+
+    async def _save_at_stop(self, record: SessionRecord) -> SessionRecord | None:
+        """``sitekeep stop``: each browser saves by itself before it ends (SPEC §18); a
+        save that fails is logged — stop ends the browser all the same."""
+        try:
+            await self._parts.autosaves.save(record.tenant, record.key, "stop", held=True)
+        except SitekeepError as exc:
+            log.warning("an automatic save at stop failed: %s", type(exc).__name__)
+        return await self._seam.records.load(record.tenant, record.key)
 
     def count_error(self, type_name: str) -> None:
         """One more ``sitekeep_errors_total{type}`` (an error a facade answered)."""

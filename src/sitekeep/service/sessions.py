@@ -20,13 +20,15 @@ from sitekeep.args import OpenBody, SaveArgs, SaveBody, parse_args
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.browser.useragent import override_user_agent
 from sitekeep.errors import InvalidInput
-from sitekeep.model import BrowserKind, Principal, SessionRecord, SiteData
+from sitekeep.model import BrowserKind, Principal, SessionRecord, SiteData, well_formed
 from sitekeep.policy import check_key, check_url
 from sitekeep.profiles import Loaded, captured, first_site, profile_json
 from sitekeep.seam import Session, run_operation
 from sitekeep.seam.operations import Done
+from sitekeep.service.autosave import save_or_report
 from sitekeep.service.gates import values_gate
 from sitekeep.service.parts import Parts
+from sitekeep.service.profile_state import ProfileStates
 from sitekeep.stores.base import ProxyRow
 
 __all__ = ["INSECURE_HINT", "Sessions"]
@@ -116,7 +118,7 @@ class Sessions:
                 await self._release_new(s, before)
                 raise
 
-        opened = await self._seam.call(who, key, body)
+        opened = await self._seam.call(who, key, body, use=True)
         self._seam.metrics.opened.inc()
         return opened
 
@@ -192,14 +194,16 @@ class Sessions:
         """A new browser for the open, its restore report (and the profile it came from)
         in ``result``; the record with the mask the restored data carried."""
         preset = plan.profile.site_data if plan.profile is not None else None
-        live, report, mask = await self._seam.browsers.new_browser(
+        live, report, restored = await self._seam.browsers.new_browser(
             record,
             land=plan.url or record.url or (first_site(preset) if preset else None),
             restore_data=plan.options.restore_site_data,
             preset=preset,
             land_field="url" if plan.url else None,
         )
-        record = self._seam.records.with_mask(record, mask)  # the mask follows the data
+        # The mask follows the data; so does its sign-in state (SPEC §18).
+        record = self._seam.records.with_mask(record, restored.mask if restored else ())
+        record = replace(record, sign_in=dict(restored.sign_in) if restored else {})
         s.browser = live
         await s.journal.new_browser("opened", live.ref, report)
         if report is not None:
@@ -272,7 +276,7 @@ class Sessions:
         async def body(s: Session) -> dict[str, Any]:
             return await s.end(await s.dispatch(op, parsed))
 
-        return await self._seam.call(who, key, body)
+        return await self._seam.call(who, key, body, use=True)
 
     async def navigate(self, who: Principal, key: str, url: str) -> dict[str, Any]:
         """Go to ``url`` and wait for the page to load. Returns ``{url, title}``.
@@ -328,22 +332,34 @@ class Sessions:
                 # The snapshot this save just stored, as it stored it: not read back.
                 kept = captured(s.saved or SiteData(), None, parts.clock())
                 row = await parts.profiles.write(who, profile, kept)
+                await ProfileStates(parts.stores.sessions).judged(row.tenant, row.id, kept)
                 result["profile"] = profile_json(row, who, parts.clock())
             return await s.end(result)
 
-        return await self._seam.call(who, key, body)
+        return await self._seam.call(who, key, body, use=True)
 
     # -- the end ----------------------------------------------------------------------
 
-    async def close(self, who: Principal, key: str) -> dict[str, Any]:
-        """Close the session's browser; the record, history and snapshot stay.
+    async def close(self, who: Principal, key: str, *, autosave: bool = True) -> dict[str, Any]:
+        """Close the session's browser; the record, history and snapshot stay. First the
+        session saves by itself (SPEC §18: unless ``autosave`` — this call's or the
+        session's — is off, or the browser is insecure), guarded: a site signed in at the
+        last save and not now keeps that save's data. A save the browser could not answer
+        is reported and the browser closes; ``sign_in`` is then what a reopen restores.
 
         Returns:
-            ``{key, closed}``: whether a browser was recorded for it.
+            ``{key, closed, autosave?}``: whether a browser was recorded for it, and the
+            automatic save's result when it saved (``{reason: "close", saved, uri,
+            guarded, signed_out}``) or failed (``{reason, error}``).
+
+        Raises:
+            StoreUnavailable: the automatic save could not be stored; the browser stays.
         """
 
         async def body(s: Session) -> dict[str, Any]:
-            record = s.require()
+            s.require()
+            saved = await save_or_report(s, "close") if autosave else None
+            record, s.browser = s.require(), None  # it goes: nothing looks at it again
 
             async def work() -> Done:
                 if record.browser is not None:
@@ -351,9 +367,13 @@ class Sessions:
                 return Done(refs="invalidated")
 
             await run_operation(s, "close_browser", {}, work)
-            last_used = self._parts.clock()
-            await self._seam.records.put(replace(record, browser=None, last_used_at=last_used))
-            return {"key": key, "closed": record.browser is not None}
+            self._parts.autosaves.forget(who.tenant, key)
+            closed = await self._seam.records.without_browser(record)
+            await self._seam.records.put(replace(closed, last_used_at=self._parts.clock()))
+            result: dict[str, Any] = {"key": key, "closed": record.browser is not None}
+            if saved is not None:
+                result["autosave"] = saved
+            return well_formed((await self._seam.records.masker(who.tenant, record)).value(result))
 
         return await self._seam.call(who, key, body, inspect=False)
 
@@ -370,6 +390,7 @@ class Sessions:
             record = s.require()
             if record.browser is not None:
                 await seam.browsers.release(record.browser, "closed")
+            self._parts.autosaves.forget(who.tenant, key)
             await seam.records.delete(who.tenant, key)
             s.track.broken = True  # not kept: the journal is gone
             await seam.remove_journal(who.tenant, key)
@@ -397,6 +418,8 @@ def _as_asked(record: SessionRecord, kind: BrowserKind, plan: _Plan) -> SessionR
         record = replace(record, country=plan.route.country, proxy=plan.route.name)
     if options.keep_user_agent is not None:
         record = replace(record, keep_user_agent=options.keep_user_agent)
+    if options.autosave is not None:
+        record = replace(record, autosave=options.autosave)
     if plan.profile is not None:
         record = replace(record, profile=plan.profile.row.id)
     return record

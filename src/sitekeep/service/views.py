@@ -18,6 +18,7 @@ from sitekeep.policy import check_key
 from sitekeep.seam import site_data_uri
 from sitekeep.service.gates import values_gate
 from sitekeep.service.parts import Parts
+from sitekeep.signin import sign_in_of
 
 __all__ = ["Views"]
 
@@ -34,7 +35,9 @@ class Views:
 
         Returns:
             ``{key, url | url_withheld, title, browser: {kind, live}, site_data: {saved_at,
-            hosts, uri}}``.
+            hosts, uri}, autosave, sign_in: {host: {state, evidence, at}}}`` —
+            ``autosave``: whether it saves by itself; ``sign_in``: each site's sign-in
+            state (SPEC §18, ``signin.sign_in_of``).
 
         Raises:
             InvalidInput: a malformed key. NotFound: no such session.
@@ -59,6 +62,8 @@ class Views:
                 "hosts": hosts,
                 "uri": site_data_uri(key),
             },
+            "autosave": record.autosave and not record.insecure,
+            "sign_in": sign_in_of(record),
         }
         return well_formed((await records.masker(who.tenant, record)).value(view))
 
@@ -68,7 +73,8 @@ class Views:
 
         Returns:
             ``[{key, owner, url | url_withheld, browser: {kind, live}, created_at,
-            last_used_at}]``, times in seconds since the epoch.
+            last_used_at, sign_in}]``, times in seconds since the epoch; ``sign_in`` as in
+            :meth:`current`.
         """
         return [await self._row(who, r) for r in await self._records.of_tenant(who.tenant)]
 
@@ -82,7 +88,26 @@ class Views:
             "browser": {"kind": record.kind, "live": record.browser is not None},
             "created_at": record.created_at,
             "last_used_at": record.last_used_at,
+            "sign_in": (await self._records.masker(who.tenant, record)).value(sign_in_of(record)),
         }
+
+    async def sign_in(self, who: Principal, key: str) -> dict[str, Any]:
+        """Whether each site of the session is signed in (SPEC §18), without touching
+        its browser: as the last save, check or close judged it.
+
+        Returns:
+            ``{key, autosave, sign_in: {host: {state, evidence, at}}}``.
+
+        Raises:
+            InvalidInput: a malformed key. NotFound: no such session.
+        """
+        record = await self._records.require(who, key)
+        view = {
+            "key": key,
+            "autosave": record.autosave and not record.insecure,
+            "sign_in": sign_in_of(record),
+        }
+        return well_formed((await self._records.masker(who.tenant, record)).value(view))
 
     async def record(self, who: Principal, key: str) -> SessionRecord:
         """The session record (history included) — the admin surface, not the agent's.

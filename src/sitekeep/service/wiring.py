@@ -12,6 +12,7 @@ from sitekeep.config import Settings
 from sitekeep.journal import Journal
 from sitekeep.service.admin import Admin
 from sitekeep.service.catalogue import Catalogue
+from sitekeep.service.checks import Checks
 from sitekeep.service.flows import Flows
 from sitekeep.service.handover import Handovers
 from sitekeep.service.interop import Interop
@@ -34,7 +35,7 @@ class Service:
 
     Attributes:
         sessions, flows, views, profiles, interop, catalogue, admin, sign_ins, live,
-        handovers, reaper, keys, versions: the rooms (see the module's docstring).
+        handovers, reaper, keys, versions, checks: the rooms (see the module's docstring).
         parts: what they work with (the stores, the seam, the settings, the clock…).
     """
 
@@ -53,6 +54,7 @@ class Service:
         self.reaper = Reaper(parts)
         self.keys = Keys(parts)
         self.versions = Versions(parts)
+        self.checks = Checks(parts)
 
     @classmethod
     def from_settings(
@@ -74,7 +76,10 @@ class Service:
         return cls(Parts.wire(settings, stores, cipher, browsers, clock, journal))
 
     async def aclose(self) -> None:
-        """Close sockets and store connections; browsers live on (SPEC §2)."""
+        """Save each session this process drives a browser of (SPEC §18: an automatic
+        save at shutdown), then close sockets and store connections; browsers live on
+        (SPEC §2)."""
+        await self.parts.autosaves.shutdown()
         await self.parts.browsers.aclose()
         await self.handovers.aclose()
         await self.parts.stores.aclose()
