@@ -135,11 +135,11 @@ def recorded_sign_in(snapshot: SiteData) -> dict[str, Any]:
     """The per-host sign-in state the snapshot recorded when it was saved
     (``{host: {state, evidence, at}}``, issue #26 item 1), or ``{}`` when it recorded none.
 
-    The one place a version's ``sign_in`` comes from: the sign-in checks of issue #26
-    (another change) record it on the snapshot they judged; until then it is ``{}``.
+    The one place a version's ``sign_in`` comes from: each save records it on the
+    snapshot it judged (``SiteData.sign_in``, SPEC §18); a snapshot saved before that
+    was kept records none.
     """
-    recorded = getattr(snapshot, "sign_in", None)
-    return dict(recorded) if isinstance(recorded, Mapping) else {}
+    return {host: state.as_json() for host, state in sorted(snapshot.sign_in.items())}
 
 
 def summary(ident: str, snapshot: SiteData, history: Sequence[HistoryEntry] = ()) -> dict[str, Any]:

@@ -168,3 +168,19 @@ async def test_an_unknown_or_malformed_version_names_the_field_and_changes_nothi
     with pytest.raises(NotFound) as gone:  # another's private profile is never found
         await profiles.versions(BOB, row.id)
     assert gone.value.field == "id"
+
+
+def test_a_version_lists_the_sign_in_state_its_save_recorded_as_json() -> None:
+    from sitekeep.model import SignIn
+
+    judged = SignIn("signed_in", {"source": "heuristic", "cookies": ["sid"]}, 1_700_000_000.0)
+    snapshot = SiteData(cookies=(), sign_in={"app.example.test": judged})
+    listed = summary(new_id(1_700_000_100.0), snapshot)
+    assert listed["sign_in"] == {
+        "app.example.test": {
+            "state": "signed_in",
+            "evidence": {"source": "heuristic", "cookies": ["sid"]},
+            "at": 1_700_000_000.0,
+        }
+    }
+    assert summary(new_id(1_700_000_100.0), SiteData())["sign_in"] == {}

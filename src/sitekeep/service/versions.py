@@ -33,7 +33,8 @@ __all__ = ["LIVE_HINT", "Versions"]
 
 LIVE_HINT = (
     "the live browser keeps what it has: open_session(fresh=true) starts one from the "
-    "restored version (close it without saving first, or its next save replaces it)"
+    "restored version (close it first with autosave=false, or its next save — an "
+    "automatic one at a checkpoint or on close included — replaces it)"
 )
 """Said by a restore when the session has a live browser."""
 
