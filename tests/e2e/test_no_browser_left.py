@@ -122,13 +122,18 @@ async def test_a_browser_whose_driver_does_not_answer_is_ended_with_its_processe
     os.kill(driver, signal.SIGSTOP)  # the driver answers nothing now
     try:
         began = time.monotonic()
-        assert (await api.close("k"))["closed"] is True
+        closed = await api.close("k")
         took = time.monotonic() - began
+        assert closed["closed"] is True
+        # It could not save first (SPEC §18), said so, and closed all the same.
+        assert closed["autosave"]["error"]["type"] == "bidi_timeout"
         left = browser_processes(driver)
     finally:
         os.kill(driver, signal.SIGCONT)
     assert left == set(), f"{len(left)} processes of the closed browser still run"
-    assert took < 20.0, f"the close took {took:.1f} s"
+    # A hang guard, not a speed test: Delete Session's timeout, the socket's close and the
+    # automatic save's one BiDi command timeout (5 s, SPEC §18) before it gives up.
+    assert took < 25.0, f"the close took {took:.1f} s"
     assert await counted(api) == ([], 0)
 
 

@@ -53,7 +53,7 @@ async def save_or_report(s: Session, reason: AutosaveReason) -> dict[str, Any] |
         return await autosave(s, reason)
     except (BrowserUnavailable, InvalidInput) as exc:
         log.warning("an automatic save (%s) failed: %s", reason, type(exc).__name__)
-        return {"reason": reason, "error": error_json(exc)["error"]}
+        return {"reason": reason, "error": error_json(exc)}
 
 
 class Autosaves:
