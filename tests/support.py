@@ -66,8 +66,10 @@ class Api:
         )
         return result
 
-    async def close(self, key: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self.call("DELETE", f"/v1/sessions/{key}/browser")
+    async def close(self, key: str, *, autosave: bool = True) -> dict[str, Any]:
+        """Close the session's browser; ``autosave=False``: without its automatic save."""
+        query = "" if autosave else "?autosave=false"
+        result: dict[str, Any] = await self.call("DELETE", f"/v1/sessions/{key}/browser{query}")
         return result
 
     async def browser(self, key: str) -> LiveBrowser:
