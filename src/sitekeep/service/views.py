@@ -13,6 +13,7 @@ from typing import Any
 from sitekeep import sitedata
 from sitekeep.browser.live import LiveBrowser
 from sitekeep.errors import NotFound
+from sitekeep.masking import Masker, appears_in
 from sitekeep.model import Principal, SessionRecord, SiteData, well_formed
 from sitekeep.policy import check_key
 from sitekeep.seam import site_data_uri
@@ -80,7 +81,9 @@ class Views:
 
     async def _row(self, who: Principal, record: SessionRecord) -> dict[str, Any]:
         url = record.url
-        withheld = url is not None and await self._records.holds_secret(who.tenant, record, url)
+        # The values the session masks, revealed once for the URL and the sign-in state.
+        values = await self._records.mask_values(who.tenant, record) if record.secret_typed else []
+        withheld = url is not None and any(appears_in(value, url) for value in values)
         return {
             "key": record.key,
             "owner": record.owner,
@@ -88,7 +91,7 @@ class Views:
             "browser": {"kind": record.kind, "live": record.browser is not None},
             "created_at": record.created_at,
             "last_used_at": record.last_used_at,
-            "sign_in": (await self._records.masker(who.tenant, record)).value(sign_in_of(record)),
+            "sign_in": Masker.of(values).value(sign_in_of(record)),
         }
 
     async def sign_in(self, who: Principal, key: str) -> dict[str, Any]:
